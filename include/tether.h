@@ -1,0 +1,638 @@
+/*
+ * tether.h - connection pool, failover connector and transient-fault handling.
+ *
+ * This is tether's one public header. Conventions:
+ *   - every object is an opaque handle with a create/destroy pair; destroy
+ *     accepts NULL;
+ *   - fallible functions return 0 or a negative TETHER_E* code; details go
+ *     into a tether_error the caller passes in (it may be NULL);
+ *   - options structs are filled with defaults by their *_init function;
+ *     every default is documented beside its field;
+ *   - durations in options are milliseconds (int64_t); clocks count
+ *     nanoseconds.
+ *
+ * Thread safety is stated on each object.
+ */
+#ifndef TETHER_H
+#define TETHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(TETHER_STATIC)
+#define TETHER_API
+#elif defined(_WIN32)
+#ifdef TETHER_BUILDING
+#define TETHER_API __declspec(dllexport)
+#else
+#define TETHER_API __declspec(dllimport)
+#endif
+#else
+#define TETHER_API __attribute__((visibility("default")))
+#endif
+
+#define TETHER_VERSION_MAJOR 0
+#define TETHER_VERSION_MINOR 1
+#define TETHER_VERSION_PATCH 0
+
+/* tether_version returns the library version as "MAJOR.MINOR.PATCH". */
+TETHER_API const char *tether_version(void);
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The one list of error codes: X(NAME, value, message). */
+#define TETHER_ERRORS(X)                                                       \
+    X(EINVAL, -1, "invalid argument")                                          \
+    X(ENOMEM, -2, "out of memory")                                             \
+    X(ETIMEDOUT, -3, "timed out")                                              \
+    X(EBUDGET, -4, "retry budget exhausted")                                   \
+    X(EOPEN, -5, "circuit breaker is open")                                    \
+    X(ECLOSED, -6, "object is closed")                                         \
+    X(EQUEUEFULL, -7, "wait queue is full")                                    \
+    X(ESPEC, -8, "invalid policy or connection specification")                 \
+    X(ECONNECT, -9, "connection failed")                                       \
+    X(EAUTH, -10, "authentication failed")                                     \
+    X(ETHROTTLED, -11, "server is overloaded")                                 \
+    X(EBROKEN, -12, "connection is broken")                                    \
+    X(EREADONLY, -13, "server is read-only")                                   \
+    X(ECONFLICT, -14, "transaction conflict, retry the transaction")           \
+    X(EQUERY, -15, "query failed")                                             \
+    X(ENOHOST, -16, "no host matched the target role")                         \
+    X(ERESOLVE, -17, "host name resolution failed")                            \
+    X(EIO, -18, "input/output error")                                          \
+    X(ESTATE, -19, "operation not valid in the current state")                 \
+    X(ECANCELED, -20, "operation canceled")                                    \
+    X(EEXHAUSTED, -21, "no more attempts in the schedule")                     \
+    X(EFAILED, -22, "operation failed")
+
+/* tether_errcode: 0 is success, every failure a negative value. */
+enum tether_errcode {
+    TETHER_OK = 0,
+#define TETHER__ENUM(name, val, msg) TETHER_##name = (val),
+    TETHER_ERRORS(TETHER__ENUM)
+#undef TETHER__ENUM
+};
+
+/* tether_strerror returns a static message for a code; never NULL. */
+TETHER_API const char *tether_strerror(int code);
+
+/* tether_errname returns the code's name ("TETHER_ETIMEDOUT"); never NULL. */
+TETHER_API const char *tether_errname(int code);
+
+/* How a failure should be treated by a retry policy. */
+typedef enum tether_class {
+    TETHER_CLASS_NONE = 0,  /* not classified yet: the classifier decides */
+    TETHER_CLASS_TRANSIENT, /* may succeed if tried again */
+    TETHER_CLASS_THROTTLED, /* server alive but overloaded: back off more */
+    TETHER_CLASS_PERMANENT  /* will fail again: do not retry */
+} tether_class;
+
+/* Why a retry loop stopped (tether_error.stop). */
+typedef enum tether_stop {
+    TETHER_STOP_NONE = 0,       /* it did not stop early (success) */
+    TETHER_STOP_PERMANENT,      /* the failure was classified permanent */
+    TETHER_STOP_ATTEMPTS,       /* max attempts used */
+    TETHER_STOP_DEADLINE,       /* the next pause or attempt would overrun */
+    TETHER_STOP_NOT_IDEMPOTENT, /* work may have reached the server */
+    TETHER_STOP_BUDGET,         /* the retry budget is exhausted */
+    TETHER_STOP_BREAKER,        /* the circuit breaker is open */
+    TETHER_STOP_NESTED          /* inside another policy: no retry here */
+} tether_stop;
+
+#define TETHER_MSG_MAX 256
+
+/* Details of a failure. Zero-initialize it or call tether_error_clear. */
+typedef struct tether_error {
+    int code;                     /* TETHER_E* (0 when no error) */
+    tether_class cls;             /* transient / throttled / permanent */
+    tether_stop stop;             /* set by retry loops: why they gave up */
+    int not_sent;                 /* 1: the failed work surely never reached the
+                                     server (safe to retry even if not idempotent);
+                                     0 (default): it may have */
+    int attempts;                 /* attempts made (retry loops, connectors) */
+    int64_t elapsed_ms;           /* time spent (retry loops, connectors) */
+    int64_t retry_after_ms;       /* server-suggested pause, 0 when none */
+    char sqlstate[6];             /* SQLSTATE when there is one, else "" */
+    char message[TETHER_MSG_MAX]; /* human text; never contains passwords */
+} tether_error;
+
+/* tether_error_clear resets err (NULL is accepted). */
+TETHER_API void tether_error_clear(tether_error *err);
+
+/* tether_error_set fills err (if not NULL) with code, class and a printf-style
+ * message, and returns code so that callers can write
+ * `return tether_error_set(err, TETHER_EINVAL, ...)`. */
+TETHER_API int tether_error_set(tether_error *err, int code, tether_class cls,
+                                const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* tether_class_name returns "transient", "throttled", "permanent" or "none". */
+TETHER_API const char *tether_class_name(tether_class cls);
+
+/* tether_stop_name returns a short name for a stop reason ("deadline"...). */
+TETHER_API const char *tether_stop_name(tether_stop stop);
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum tether_log_level {
+    TETHER_LOG_DEBUG = 0,
+    TETHER_LOG_INFO = 1,
+    TETHER_LOG_WARN = 2, /* transient faults are reported at this level */
+    TETHER_LOG_ERROR = 3 /* permanent failures */
+} tether_log_level;
+
+typedef void (*tether_log_fn)(void *ctx, tether_log_level level,
+                              const char *msg);
+
+/* tether_set_log installs the process-wide log sink used by components whose
+ * options name none. The default is no logging at all. Thread-safe. */
+TETHER_API void tether_set_log(tether_log_fn fn, void *ctx,
+                               tether_log_level min_level);
+
+/* ------------------------------------------------------------------------ */
+/* Clocks                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* A monotonic clock. Every component takes one in its options (NULL means
+ * tether_clock_real()), so tests can run on virtual time. */
+typedef struct tether_clock {
+    int64_t (*now_ns)(void *ctx);            /* monotonic nanoseconds */
+    void (*sleep_ns)(void *ctx, int64_t ns); /* pause the calling thread */
+    void *ctx;
+} tether_clock;
+
+/* tether_clock_real returns the process's monotonic clock
+ * (CLOCK_MONOTONIC, nanosleep). */
+TETHER_API const tether_clock *tether_clock_real(void);
+
+/* A virtual clock for tests: time moves only when advanced or slept on.
+ * Thread-safe. */
+typedef struct tether_vclock tether_vclock;
+
+/* tether_vclock_create makes a virtual clock reading start_ns. */
+TETHER_API tether_vclock *tether_vclock_create(int64_t start_ns);
+
+/* tether_vclock_destroy frees a virtual clock (NULL is accepted). */
+TETHER_API void tether_vclock_destroy(tether_vclock *vc);
+
+/* tether_vclock_clock returns the tether_clock view of vc; sleeping on it
+ * advances the virtual time by the amount slept. */
+TETHER_API const tether_clock *tether_vclock_clock(tether_vclock *vc);
+
+/* tether_vclock_advance moves virtual time forward by ns (ns >= 0). */
+TETHER_API void tether_vclock_advance(tether_vclock *vc, int64_t ns);
+
+/* tether_now_ms reads clock (NULL: the real clock) in milliseconds. */
+TETHER_API int64_t tether_now_ms(const tether_clock *clock);
+
+/* ------------------------------------------------------------------------ */
+/* R1 Backoff schedules                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef enum tether_backoff_kind {
+    TETHER_BACKOFF_EXPONENTIAL = 0, /* base * multiplier^n, capped at max */
+    TETHER_BACKOFF_IMMEDIATE,       /* one retry with no pause, then none */
+    TETHER_BACKOFF_FIXED,           /* base every time */
+    TETHER_BACKOFF_INCREMENTAL,     /* base + step * n, capped at max */
+    TETHER_BACKOFF_RECONNECT        /* tether's default reconnect policy:
+                                       uses the failure class (see docs) */
+} tether_backoff_kind;
+
+typedef enum tether_jitter {
+    TETHER_JITTER_NONE = 0,     /* d */
+    TETHER_JITTER_FULL,         /* uniform [0, d] */
+    TETHER_JITTER_EQUAL,        /* d/2 + uniform [0, d/2] */
+    TETHER_JITTER_DECORRELATED, /* uniform [base, min(max, 3 * previous)]:
+                                   the cap bounds the range, not the draw, so
+                                   values never pile up on the cap */
+    TETHER_JITTER_PROPORTIONAL  /* d * (1 + uniform [-ratio, +ratio]) (gRPC) */
+} tether_jitter;
+
+/* Backoff options. Defaults (tether_backoff_opts_init): exponential,
+ * base 100 ms, max 60 s, multiplier 2.0, step = base, full jitter,
+ * jitter ratio 0.2, seed 0 (random). */
+typedef struct tether_backoff_opts {
+    tether_backoff_kind kind;
+    int64_t base_ms;   /* first pause (>= 0) */
+    int64_t max_ms;    /* cap on any pause (>= base_ms) */
+    int64_t step_ms;   /* incremental: added per retry */
+    double multiplier; /* exponential growth factor (>= 1.0) */
+    tether_jitter jitter;
+    double jitter_ratio; /* proportional jitter: +-ratio, in [0, 1] */
+    uint64_t seed;       /* RNG seed; 0 seeds from the system */
+} tether_backoff_opts;
+
+/* tether_backoff_opts_init fills o with the documented defaults. */
+TETHER_API void tether_backoff_opts_init(tether_backoff_opts *o);
+
+/* tether_backoff_preset fills o with a named preset: "grpc" (1 s, x1.6,
+ * +-20 %, cap 120 s), "blocking-period" (5 s doubling to 60 s, no jitter),
+ * "reconnect" (tether's default reconnect policy: docs/backoff.md). The
+ * mirroring and streaming schedules are connection schedules
+ * (tether_schedule). Returns TETHER_ESPEC for an unknown name. */
+TETHER_API int tether_backoff_preset(const char *name, tether_backoff_opts *o,
+                                     tether_error *err);
+
+/* tether_backoff_validate checks o; on failure names the bad field. */
+TETHER_API int tether_backoff_validate(const tether_backoff_opts *o,
+                                       tether_error *err);
+
+/* A backoff iterator: one per retry sequence. Not thread-safe. */
+typedef struct tether_backoff tether_backoff;
+
+/* tether_backoff_create makes an iterator over the schedule o describes. */
+TETHER_API int tether_backoff_create(tether_backoff **out,
+                                     const tether_backoff_opts *o,
+                                     tether_error *err);
+
+/* tether_backoff_destroy frees b (NULL is accepted). */
+TETHER_API void tether_backoff_destroy(tether_backoff *b);
+
+/* tether_backoff_next stores in *delay_ms the pause before the next attempt,
+ * given the class of the failure that just happened (TETHER_CLASS_NONE when
+ * unknown; only the reconnect kind uses it). Returns 0, or TETHER_EEXHAUSTED
+ * when the schedule allows no further attempt (immediate after its one). */
+TETHER_API int tether_backoff_next(tether_backoff *b, tether_class cause,
+                                   int64_t *delay_ms);
+
+/* tether_backoff_reset starts the sequence over (after a success). */
+TETHER_API void tether_backoff_reset(tether_backoff *b);
+
+/* tether_backoff_count returns how many delays next() has produced. */
+TETHER_API int tether_backoff_count(const tether_backoff *b);
+
+/* ------------------------------------------------------------------------ */
+/* Connection schedules (the connector's timing, sans I/O)                  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum tether_strategy {
+    TETHER_STRATEGY_SEQUENTIAL = 0, /* each host, each port, then a pause
+                                       from the backoff and a new pass */
+    TETHER_STRATEGY_MIRRORING,      /* seed 000: principal/partner
+                                       alternation with growing budgets */
+    TETHER_STRATEGY_STREAMING       /* seed 003: random 1-5 s, provision,
+                                       every host and port, double to 60 s */
+} tether_strategy;
+
+/* Schedule options. Defaults (tether_schedule_opts_init): sequential,
+ * login timeout 15 s, one host with one port, attempt timeout 0 (the rest of
+ * the login timeout), backoff defaults, initial wait on (streaming only),
+ * seed 0. */
+typedef struct tether_schedule_opts {
+    tether_strategy strategy;
+    int64_t login_timeout_ms;    /* overall budget; -1 = infinite */
+    int nhosts;                  /* hosts in the list (>= 1) */
+    int nports;                  /* ports per host (>= 1) */
+    int64_t attempt_timeout_ms;  /* sequential: cap per attempt; 0 = none */
+    tether_backoff_opts backoff; /* sequential: pause between passes */
+    int initial_wait;            /* streaming: wait the random 1-5 s before
+                                    the first provisioning call (1, default) */
+    uint64_t seed;               /* RNG seed; 0 seeds from the system */
+} tether_schedule_opts;
+
+/* tether_schedule_opts_init fills o with the documented defaults. */
+TETHER_API void tether_schedule_opts_init(tether_schedule_opts *o);
+
+typedef enum tether_step_kind {
+    TETHER_STEP_ATTEMPT = 0, /* connect to host/port within budget_ms */
+    TETHER_STEP_PAUSE,       /* wait delay_ms */
+    TETHER_STEP_PROVISION,   /* refresh the host list, then report */
+    TETHER_STEP_DONE         /* the login timeout is spent: give up */
+} tether_step_kind;
+
+/* One step of a schedule. */
+typedef struct tether_step {
+    tether_step_kind kind;
+    int attempt;       /* 1-based attempt number (ATTEMPT) */
+    int host;          /* host index (ATTEMPT) */
+    int port;          /* port index within the host (ATTEMPT) */
+    int64_t budget_ms; /* time allowed for this attempt; -1 = unbounded */
+    int64_t delay_ms;  /* pause length (PAUSE) */
+    int round;         /* pass number, from 1 */
+} tether_step;
+
+/* A schedule: the sequence of attempts and pauses a connector follows.
+ * Pure state machine; the caller reports outcomes and supplies time.
+ * Not thread-safe. */
+typedef struct tether_schedule tether_schedule;
+
+/* tether_schedule_create makes a schedule; the login timeout starts at
+ * now_ms (the caller's clock). */
+TETHER_API int tether_schedule_create(tether_schedule **out,
+                                      const tether_schedule_opts *o,
+                                      int64_t now_ms, tether_error *err);
+
+/* tether_schedule_destroy frees s (NULL is accepted). */
+TETHER_API void tether_schedule_destroy(tether_schedule *s);
+
+/* tether_schedule_next returns in *step what to do at now_ms, after the
+ * previous step finished (an attempt failed, a pause elapsed, provisioning
+ * answered as reported). */
+TETHER_API void tether_schedule_next(tether_schedule *s, int64_t now_ms,
+                                     tether_step *step);
+
+/* tether_schedule_provisioned reports the outcome of a PROVISION step
+ * (ok = 1 success) and the new number of hosts (ignored when ok = 0). A
+ * PROVISION step left unreported, or ok with nhosts < 1, counts as a failed
+ * provisioning call. */
+TETHER_API void tether_schedule_provisioned(tether_schedule *s, int ok,
+                                            int nhosts);
+
+/* ------------------------------------------------------------------------ */
+/* R3 Retry budget                                                          */
+/* ------------------------------------------------------------------------ */
+
+/* Budget options. Defaults: 500 tokens (also the start), a retry costs 5, a
+ * retry after a timeout costs 10, a first-try success refunds 1, a retry
+ * that succeeds refunds its cost. */
+typedef struct tether_budget_opts {
+    int capacity;       /* maximum and initial tokens (> 0) */
+    int retry_cost;     /* tokens a retry takes */
+    int timeout_cost;   /* tokens a retry after a timeout takes */
+    int success_refund; /* tokens a success without retry gives back */
+} tether_budget_opts;
+
+/* tether_budget_opts_init fills o with the documented defaults. */
+TETHER_API void tether_budget_opts_init(tether_budget_opts *o);
+
+/* A token bucket keeping retries a bounded share of traffic to one target.
+ * Thread-safe (lock-free). */
+typedef struct tether_budget tether_budget;
+
+/* tether_budget_create makes a budget. */
+TETHER_API int tether_budget_create(tether_budget **out,
+                                    const tether_budget_opts *o,
+                                    tether_error *err);
+
+/* tether_budget_destroy frees b (NULL is accepted). */
+TETHER_API void tether_budget_destroy(tether_budget *b);
+
+/* tether_budget_withdraw takes the cost of one retry (the timeout cost when
+ * after_timeout). Returns the cost taken (> 0), or TETHER_EBUDGET when too
+ * few tokens are left; then nothing is taken. */
+TETHER_API int tether_budget_withdraw(tether_budget *b, int after_timeout);
+
+/* tether_budget_success records a success: refunds `cost` (what withdraw
+ * returned for the retry that succeeded; keep it), or the first-try refund
+ * when cost is 0. Never rises above capacity. */
+TETHER_API void tether_budget_success(tether_budget *b, int cost);
+
+/* tether_budget_tokens returns the tokens available now. */
+TETHER_API int tether_budget_tokens(const tether_budget *b);
+
+/* ------------------------------------------------------------------------ */
+/* R4 Circuit breaker                                                       */
+/* ------------------------------------------------------------------------ */
+
+typedef enum tether_breaker_state {
+    TETHER_BREAKER_CLOSED = 0, /* calls flow */
+    TETHER_BREAKER_OPEN,       /* calls fail at once with the last error */
+    TETHER_BREAKER_HALF_OPEN,  /* one probe in flight, others fail at once */
+    TETHER_BREAKER_ISOLATED    /* forced open until reset */
+} tether_breaker_state;
+
+typedef enum tether_breaker_mode {
+    TETHER_BREAKER_CONSECUTIVE = 0, /* open after N failures in a row */
+    TETHER_BREAKER_RATIO            /* open when failures/calls in the window
+                                       reach ratio with >= min calls */
+} tether_breaker_mode;
+
+typedef void (*tether_breaker_fn)(void *ctx, tether_breaker_state from,
+                                  tether_breaker_state to);
+
+/* Breaker options. Defaults: consecutive, 5 failures, ratio 0.5 over a 30 s
+ * window with at least 20 calls, open 5 s, growth 2.0, max open 60 s, real
+ * clock, no callback. */
+typedef struct tether_breaker_opts {
+    tether_breaker_mode mode;
+    int failures;        /* consecutive mode threshold (>= 1) */
+    double ratio;        /* ratio mode threshold, in (0, 1] */
+    int64_t window_ms;   /* ratio mode sliding window (>= 10 ms) */
+    int min_calls;       /* ratio mode minimum throughput (>= 1) */
+    int64_t open_ms;     /* first open period (> 0) */
+    int64_t max_open_ms; /* cap of the growing open period */
+    double growth;       /* open period multiplier per failed probe (>= 1) */
+    const tether_clock *clock;
+    tether_breaker_fn on_state; /* called outside the breaker's lock */
+    void *on_state_ctx;
+} tether_breaker_opts;
+
+/* tether_breaker_opts_init fills o with the documented defaults. */
+TETHER_API void tether_breaker_opts_init(tether_breaker_opts *o);
+
+/* tether_breaker_preset fills o with a named preset: "blocking-period"
+ * (SqlClient's pool blocking period: open on the first failure for 5 s,
+ * doubling on each failed probe up to 60 s, reset by a success). */
+TETHER_API int tether_breaker_preset(const char *name, tether_breaker_opts *o,
+                                     tether_error *err);
+
+/* A circuit breaker. Thread-safe. */
+typedef struct tether_breaker tether_breaker;
+
+/* tether_breaker_create makes a breaker in the closed state. */
+TETHER_API int tether_breaker_create(tether_breaker **out,
+                                     const tether_breaker_opts *o,
+                                     tether_error *err);
+
+/* tether_breaker_destroy frees b (NULL is accepted). */
+TETHER_API void tether_breaker_destroy(tether_breaker *b);
+
+#define TETHER_PERMIT_CALL 0  /* a normal call */
+#define TETHER_PERMIT_PROBE 1 /* the half-open probe: its outcome decides */
+
+/* tether_breaker_allow asks to make a call. Returns TETHER_PERMIT_CALL or
+ * TETHER_PERMIT_PROBE (pass it to tether_breaker_record), or TETHER_EOPEN
+ * while open, isolated, or half-open with the probe in flight. Then err is
+ * filled from the last recorded failure (its code, class, SQLSTATE and
+ * message, so err->code is that failure's code: test the return value for
+ * TETHER_EOPEN) with not_sent = 1; with no failure recorded, err->code is
+ * TETHER_EOPEN. A probe that never reports is replaced by a new one after
+ * one more open period. */
+TETHER_API int tether_breaker_allow(tether_breaker *b, tether_error *err);
+
+/* tether_breaker_record reports the outcome of a permitted call: ok = 1 for
+ * success; for failure, err (may be NULL) is cached for fail-fast callers. */
+TETHER_API void tether_breaker_record(tether_breaker *b, int permit, int ok,
+                                      const tether_error *err);
+
+/* tether_breaker_state_get returns the current state (OPEN turns HALF_OPEN
+ * only when a call is allowed after the open period). */
+TETHER_API tether_breaker_state tether_breaker_state_get(tether_breaker *b);
+
+/* tether_breaker_open_ms returns the length of the current or last open
+ * period in milliseconds (0 if it never opened). */
+TETHER_API int64_t tether_breaker_open_ms(tether_breaker *b);
+
+/* tether_breaker_isolate forces the breaker open until reset. */
+TETHER_API void tether_breaker_isolate(tether_breaker *b);
+
+/* tether_breaker_reset closes the breaker and forgets its history. */
+TETHER_API void tether_breaker_reset(tether_breaker *b);
+
+/* tether_breaker_state_name returns "closed", "open", "half-open" or
+ * "isolated". */
+TETHER_API const char *tether_breaker_state_name(tether_breaker_state s);
+
+/* ------------------------------------------------------------------------ */
+/* R2 Retry policy and executor                                             */
+/* ------------------------------------------------------------------------ */
+
+/* One attempt's context, handed to the operation. */
+typedef struct tether_attempt {
+    int number;          /* 1-based */
+    int64_t timeout_ms;  /* time this attempt may take; -1 = unbounded */
+    int64_t deadline_ms; /* the run's overall deadline, absolute on the
+                            policy clock (ms); -1 = none */
+} tether_attempt;
+
+/* The caller's operation: returns 0 on success, or a negative TETHER_E* code
+ * with err filled (class, not_sent, retry_after_ms when known). */
+typedef int (*tether_op_fn)(void *arg, const tether_attempt *attempt,
+                            tether_error *err);
+
+/* A classifier: returns the class of err (may read err->cls, code,
+ * sqlstate) and may set *retry_after_ms for throttled failures. Returning
+ * TETHER_CLASS_NONE defers to tether_classify_default. */
+typedef tether_class (*tether_classify_fn)(void *ctx, const tether_error *err,
+                                           int64_t *retry_after_ms);
+
+/* What a retry hook sees before each pause. */
+typedef struct tether_retry_event {
+    int attempt;        /* the attempt that failed (1-based) */
+    int64_t delay_ms;   /* pause before the next attempt */
+    int64_t elapsed_ms; /* since the run started */
+    tether_class cls;   /* class of the failure */
+    const tether_error *error;
+} tether_retry_event;
+
+typedef void (*tether_retry_hook)(void *ctx, const tether_retry_event *ev);
+
+/* Retry options. Defaults: backoff defaults (exponential 100 ms x2 to 60 s,
+ * full jitter), 3 attempts, deadline 30 s, no per-attempt timeout, default
+ * classifier (tether_classify_default), no budget, no breaker, no hook, real
+ * clock, process log sink. */
+typedef struct tether_retry_opts {
+    tether_backoff_opts backoff;
+    int max_attempts;           /* total attempts including the first (>=1) */
+    int64_t deadline_ms;        /* overall, from the start; 0 = none */
+    int64_t attempt_timeout_ms; /* per attempt; 0 = none */
+    tether_classify_fn classify;
+    void *classify_ctx;
+    tether_budget *budget;   /* optional, not owned */
+    tether_breaker *breaker; /* optional, not owned */
+    tether_retry_hook on_retry;
+    void *on_retry_ctx;
+    tether_log_fn log; /* NULL: the process sink (tether_set_log) */
+    void *log_ctx;
+    const tether_clock *clock; /* NULL: real clock */
+} tether_retry_opts;
+
+/* tether_retry_opts_init fills o with the documented defaults. */
+TETHER_API void tether_retry_opts_init(tether_retry_opts *o);
+
+/* tether_classify_default classifies by err->cls when set, else by code:
+ * ETIMEDOUT, ECONNECT, EBROKEN, EIO, ERESOLVE, ECONFLICT are transient;
+ * ETHROTTLED is throttled; everything else permanent. */
+TETHER_API tether_class tether_classify_default(void *ctx,
+                                                const tether_error *err,
+                                                int64_t *retry_after_ms);
+
+/* A retry policy: immutable after creation apart from its counters, so one
+ * policy may serve many threads at once. */
+typedef struct tether_retry tether_retry;
+
+/* tether_retry_create makes a policy from o (copied). */
+TETHER_API int tether_retry_create(tether_retry **out,
+                                   const tether_retry_opts *o,
+                                   tether_error *err);
+
+/* tether_retry_destroy frees r (NULL is accepted). */
+TETHER_API void tether_retry_destroy(tether_retry *r);
+
+#define TETHER_IDEMPOTENT 1u /* run flag: the work may be repeated safely */
+
+/* tether_retry_run calls fn until it succeeds or the policy stops: a
+ * permanent failure, max attempts, the deadline (no pause or attempt is
+ * started that would overrun it), a failure that may have reached the server
+ * when TETHER_IDEMPOTENT is not in flags, an exhausted budget (returns
+ * TETHER_EBUDGET, err->code too, the message keeping the last failure's)
+ * or an open breaker (returns TETHER_EOPEN; err is the breaker's cached
+ * failure, so test the return value). Otherwise returns fn's last code. err
+ * receives the last failure with stop, attempts and elapsed_ms set; on
+ * success it is cleared but for attempts and elapsed_ms. A suggested pause
+ * (retry_after_ms) is honoured for any retried failure, never past the
+ * deadline.
+ *
+ * No cascading: a run started on a thread that is already inside another
+ * tether_retry_run makes exactly one attempt (stop = TETHER_STOP_NESTED when
+ * it fails), so only the outermost policy retries. */
+TETHER_API int tether_retry_run(tether_retry *r, unsigned flags,
+                                tether_op_fn fn, void *arg, tether_error *err);
+
+/* Counters of a policy, summed over all runs. */
+typedef struct tether_retry_stats {
+    uint64_t runs;
+    uint64_t attempts;
+    uint64_t retries;
+    uint64_t successes;
+    uint64_t failures;  /* runs that ended in failure */
+    uint64_t transient; /* failures classified transient */
+    uint64_t throttled; /* failures classified throttled */
+    uint64_t permanent; /* failures classified permanent */
+    uint64_t stopped_deadline;
+    uint64_t stopped_attempts;
+    uint64_t stopped_idempotency;
+    uint64_t stopped_budget;
+    uint64_t stopped_breaker;
+    uint64_t nested;
+    uint64_t delay_ms_total;
+} tether_retry_stats;
+
+/* tether_retry_stats_get copies the counters of r into out. */
+TETHER_API void tether_retry_stats_get(const tether_retry *r,
+                                       tether_retry_stats *out);
+
+/* ------------------------------------------------------------------------ */
+/* R5 Policy specifications                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* tether_retry_opts_parse parses a retry spec such as
+ * "exponential base=100ms max=60s jitter=full attempts=5 deadline=30s" into
+ * o: every field is first reset to its default (clock, hooks, classifier,
+ * budget and breaker pointers too: set those after parsing), then the spec's
+ * keys apply. The grammar is in docs/policy-spec.md. Errors (TETHER_ESPEC)
+ * name the key and value and leave o unchanged; NULL spec or o gives
+ * TETHER_EINVAL. */
+TETHER_API int tether_retry_opts_parse(const char *spec, tether_retry_opts *o,
+                                       tether_error *err);
+
+/* tether_breaker_opts_parse parses a breaker spec such as
+ * "breaker ratio=0.5 window=30s min=20 open=5s max-open=60s" or
+ * "blocking-period". */
+TETHER_API int tether_breaker_opts_parse(const char *spec,
+                                         tether_breaker_opts *o,
+                                         tether_error *err);
+
+/* tether_budget_opts_parse parses "budget tokens=500 cost=5
+ * timeout-cost=10 refund=1". */
+TETHER_API int tether_budget_opts_parse(const char *spec, tether_budget_opts *o,
+                                        tether_error *err);
+
+/* tether_duration_parse parses "250ms", "15s", "2m", "1h" (also "0", and
+ * "1.5s" when it is a whole number of ms; no surrounding whitespace) into
+ * milliseconds. Returns 0, TETHER_ESPEC for bad text or TETHER_EINVAL for
+ * NULL arguments; *ms is unchanged on error. */
+TETHER_API int tether_duration_parse(const char *text, int64_t *ms);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TETHER_H */

@@ -1,0 +1,538 @@
+/* plan.c - `tether plan`: prints the connection schedule a strategy follows
+ * when every attempt times out (or, with --fail-after D, fails after
+ * min(D, budget)). It drives the public schedule API on simulated time:
+ * pauses take their delay, provisioning answers at once with the host list.
+ * Output is a table, or one JSON object per attempt and per pause. */
+#include "cli.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CMD "plan"
+#define MAX_HOSTS 64
+#define MAX_PORTS 64
+#define MAX_ROUNDS 100000
+#define SAFETY_ROUNDS 1000 /* bounded plans without --rounds */
+#define UNBOUNDED_ROUNDS 10
+
+typedef struct plan {
+    const char *strategy;
+    const char *login; /* --login-timeout text, NULL when absent */
+    const char *hosts_arg;
+    const char *ports_arg;
+    const char *spec;
+    int64_t fail_after; /* -1: attempts time out */
+    long long rounds;   /* 0: default */
+    int rounds_given;
+    uint64_t seed;
+    int json;
+    char *hostbuf;
+    const char *hosts[MAX_HOSTS];
+    int nhosts;
+    long ports[MAX_PORTS];
+    int nports;
+    tether_schedule_opts o;
+} plan;
+
+/* What the walk through the schedule saw. */
+typedef struct walk {
+    int64_t t;
+    int attempts;
+    int unbounded; /* an attempt had no time limit */
+    int held;      /* a pause waits to be printed */
+    tether_step pause;
+    int64_t pause_at;
+    const char *why; /* why the plan ended */
+} walk;
+
+static const char *const usage_lines[] = {
+    "usage: tether plan [--strategy NAME] [--login-timeout D] [--hosts a,b]",
+    "                   [--ports p,q] [--seed N] [--fail-after D] [--rounds N]",
+    "                   [--spec \"retry spec\"] [--json]",
+    "",
+    "Prints the schedule the connector would follow if every attempt timed",
+    "out (time is simulated; nothing is contacted).",
+    "",
+    "options:",
+    "  --strategy NAME    mirroring (default), streaming, sequential, or a",
+    "                     backoff driving a sequential schedule: grpc,",
+    "                     exponential, fixed, incremental, immediate,",
+    "                     reconnect, blocking-period",
+    "  --login-timeout D  overall budget: 500ms, 15s, 2m, a bare number of",
+    "                     seconds, or inf (default 15s; streaming: inf)",
+    "  --hosts a,b        host names (default principal,partner for",
+    "                     mirroring, else db1,db2; mirroring takes 1 or 2)",
+    "  --ports p,q        ports tried on every host, in order (default 5432)",
+    "  --seed N           random seed (default 0: random; the seed used is",
+    "                     printed so the plan can be reproduced)",
+    "  --fail-after D     attempts fail after min(D, budget) instead of",
+    "                     timing out; without it, attempts that have no time",
+    "                     limit are shown failing at once",
+    "  --rounds N         stop after N passes (mirroring: N pairs); default",
+    "                     10 when the login timeout is infinite, else run",
+    "                     until it is spent",
+    "  --spec \"SPEC\"      a retry spec: its backoff is the pause between",
+    "                     passes, its timeout=D the per-attempt cap, e.g.",
+    "                     \"fixed base=1s jitter=none timeout=2s\" (sequential",
+    "                     and backoff strategies only)",
+    "  --json             one JSON object per line (provisioning steps are",
+    "                     shown only in the table):",
+    "                     {\"attempt\":n,\"host\":\"h\",\"port\":p,"
+    "\"start_ms\":t,\"budget_ms\":b}",
+    "                     {\"delay_ms\":d,\"start_ms\":t}   (budget_ms -1: no "
+    "limit)",
+    "  -h, --help         this help",
+};
+
+static void usage(FILE *f) {
+    for (size_t i = 0; i < sizeof(usage_lines) / sizeof(usage_lines[0]); i++)
+        fprintf(f, "%s\n", usage_lines[i]);
+}
+
+/* ---- option parsing ---------------------------------------------------- */
+
+/* Stores the value of a known option with a value; 1 if arg is none. */
+static int take_value(plan *p, const char *arg, const char *v) {
+    if (cli_opt_is(arg, "--strategy"))
+        p->strategy = v;
+    else if (cli_opt_is(arg, "--login-timeout"))
+        p->login = v;
+    else if (cli_opt_is(arg, "--hosts"))
+        p->hosts_arg = v;
+    else if (cli_opt_is(arg, "--ports"))
+        p->ports_arg = v;
+    else if (cli_opt_is(arg, "--spec"))
+        p->spec = v;
+    else
+        return 1;
+    return 0;
+}
+
+static int take_number(plan *p, const char *arg, const char *v) {
+    long long n;
+    if (cli_opt_is(arg, "--seed")) {
+        if (cli_parse_int(CMD, "--seed", v, 0, INT64_MAX, &n))
+            return -1;
+        p->seed = (uint64_t)n;
+    } else if (cli_opt_is(arg, "--rounds")) {
+        if (cli_parse_int(CMD, "--rounds", v, 1, MAX_ROUNDS, &p->rounds))
+            return -1;
+        p->rounds_given = 1;
+    } else if (cli_opt_is(arg, "--fail-after")) {
+        if (cli_parse_duration(CMD, "--fail-after", v, &p->fail_after))
+            return -1;
+    } else {
+        return 1;
+    }
+    return 0;
+}
+
+static int is_valued(const char *arg) {
+    static const char *const names[] = {
+        "--strategy", "--login-timeout", "--hosts",  "--ports",
+        "--spec",     "--seed",          "--rounds", "--fail-after"};
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (cli_opt_is(arg, names[i]))
+            return 1;
+    return 0;
+}
+
+static int parse_args(plan *p, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "--json")) {
+            p->json = 1;
+            continue;
+        }
+        if (strncmp(arg, "--", 2) != 0)
+            return cli_usage_error(CMD, "unexpected argument '%s'", arg);
+        if (!is_valued(arg))
+            return cli_usage_error(CMD, "unknown option '%s'", arg);
+        const char *v = cli_value(CMD, argc, argv, &i);
+        if (!v)
+            return CLI_USAGE;
+        if (take_value(p, arg, v) && take_number(p, arg, v))
+            return CLI_USAGE;
+    }
+    return 0;
+}
+
+/* ---- hosts and ports --------------------------------------------------- */
+
+static int split_hosts(plan *p) {
+    p->hostbuf = strdup(p->hosts_arg);
+    if (!p->hostbuf)
+        return cli_usage_error(CMD, "out of memory");
+    char *s = p->hostbuf;
+    for (;;) {
+        char *comma = strchr(s, ',');
+        if (comma)
+            *comma = '\0';
+        if (!*s)
+            return cli_usage_error(CMD, "empty host name in --hosts '%s'",
+                                   p->hosts_arg);
+        if (p->nhosts == MAX_HOSTS)
+            return cli_usage_error(CMD, "too many hosts in --hosts (max %d)",
+                                   MAX_HOSTS);
+        p->hosts[p->nhosts++] = s;
+        if (!comma)
+            return 0;
+        s = comma + 1;
+    }
+}
+
+static int split_ports(plan *p) {
+    const char *s = p->ports_arg;
+    for (;;) {
+        char item[16];
+        size_t len = strcspn(s, ",");
+        long long v;
+        if (len == 0 || len >= sizeof(item))
+            return cli_usage_error(CMD,
+                                   "bad port '%.*s' in --ports '%s': "
+                                   "want 1-65535",
+                                   (int)len, s, p->ports_arg);
+        memcpy(item, s, len);
+        item[len] = '\0';
+        if (cli_parse_int(CMD, "--ports", item, 1, 65535, &v))
+            return CLI_USAGE;
+        if (p->nports == MAX_PORTS)
+            return cli_usage_error(CMD, "too many ports in --ports (max %d)",
+                                   MAX_PORTS);
+        p->ports[p->nports++] = (long)v;
+        if (!s[len])
+            return 0;
+        s += len + 1;
+    }
+}
+
+/* ---- strategy and options ---------------------------------------------- */
+
+static int backoff_for(const char *name, tether_backoff_opts *b) {
+    static const struct {
+        const char *name;
+        tether_backoff_kind kind;
+    } kinds[] = {{"exponential", TETHER_BACKOFF_EXPONENTIAL},
+                 {"fixed", TETHER_BACKOFF_FIXED},
+                 {"incremental", TETHER_BACKOFF_INCREMENTAL},
+                 {"immediate", TETHER_BACKOFF_IMMEDIATE}};
+    if (!strcmp(name, "sequential")) {
+        tether_backoff_opts_init(b);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        if (!strcmp(name, kinds[i].name)) {
+            tether_backoff_opts_init(b);
+            b->kind = kinds[i].kind;
+            return 0;
+        }
+    }
+    if (!strcmp(name, "grpc") || !strcmp(name, "reconnect") ||
+        !strcmp(name, "blocking-period"))
+        return tether_backoff_preset(name, b, NULL);
+    return -1;
+}
+
+static int set_strategy(plan *p) {
+    tether_schedule_opts *o = &p->o;
+    if (!strcmp(p->strategy, "mirroring")) {
+        o->strategy = TETHER_STRATEGY_MIRRORING;
+    } else if (!strcmp(p->strategy, "streaming")) {
+        o->strategy = TETHER_STRATEGY_STREAMING;
+        o->login_timeout_ms = -1;
+    } else if (backoff_for(p->strategy, &o->backoff) == 0) {
+        o->strategy = TETHER_STRATEGY_SEQUENTIAL;
+    } else {
+        return cli_usage_error(CMD,
+                               "unknown --strategy '%s' (want mirroring, "
+                               "streaming, sequential, grpc, "
+                               "exponential, fixed, incremental, "
+                               "immediate, reconnect or blocking-period)",
+                               p->strategy);
+    }
+    return 0;
+}
+
+static int apply_spec(plan *p) {
+    if (!p->spec)
+        return 0;
+    if (p->o.strategy != TETHER_STRATEGY_SEQUENTIAL)
+        return cli_usage_error(CMD,
+                               "--spec does not apply to --strategy %s "
+                               "(only to sequential and backoff "
+                               "strategies)",
+                               p->strategy);
+    tether_retry_opts ro;
+    tether_error err = {0};
+    if (tether_retry_opts_parse(p->spec, &ro, &err) != 0)
+        return cli_usage_error(CMD, "bad --spec '%s': %s", p->spec,
+                               err.message);
+    p->o.backoff = ro.backoff;
+    if (ro.attempt_timeout_ms > 0)
+        p->o.attempt_timeout_ms = ro.attempt_timeout_ms;
+    return 0;
+}
+
+static int set_login(plan *p) {
+    if (!p->login)
+        return 0;
+    if (!strcmp(p->login, "inf") || !strcmp(p->login, "infinite")) {
+        p->o.login_timeout_ms = -1;
+        return 0;
+    }
+    int64_t ms;
+    if (cli_parse_duration(CMD, "--login-timeout", p->login, &ms))
+        return CLI_USAGE;
+    if (ms <= 0)
+        return cli_usage_error(CMD,
+                               "bad value '%s' for --login-timeout: "
+                               "must be > 0 (use 'inf' for no limit)",
+                               p->login);
+    p->o.login_timeout_ms = ms;
+    return 0;
+}
+
+static uint64_t random_seed(void) {
+    uint64_t s = 0;
+    int fd = open("/dev/urandom", O_RDONLY);
+    if (fd >= 0) {
+        if (read(fd, &s, sizeof(s)) != (ssize_t)sizeof(s))
+            s = 0;
+        close(fd);
+    }
+    s ^= (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ULL ^ (uint64_t)getpid();
+    s &= (uint64_t)INT64_MAX; /* reusable through --seed */
+    return s ? s : 1;
+}
+
+static int set_topology(plan *p) {
+    int mirroring = p->o.strategy == TETHER_STRATEGY_MIRRORING;
+    if (!p->hosts_arg)
+        p->hosts_arg = mirroring ? "principal,partner" : "db1,db2";
+    if (!p->ports_arg)
+        p->ports_arg = "5432";
+    if (split_hosts(p) || split_ports(p))
+        return CLI_USAGE;
+    if (mirroring && p->nhosts > 2)
+        return cli_usage_error(CMD,
+                               "--hosts '%s': mirroring takes one or "
+                               "two hosts (principal, partner)",
+                               p->hosts_arg);
+    if (mirroring && p->nports > 1)
+        return cli_usage_error(CMD,
+                               "--ports '%s': mirroring uses one port "
+                               "per host",
+                               p->ports_arg);
+    p->o.nhosts = p->nhosts;
+    p->o.nports = p->nports;
+    return 0;
+}
+
+static int configure(plan *p) {
+    tether_schedule_opts_init(&p->o);
+    if (!p->strategy)
+        p->strategy = "mirroring";
+    if (set_strategy(p) || apply_spec(p) || set_login(p) || set_topology(p))
+        return CLI_USAGE;
+    if (!p->seed)
+        p->seed = random_seed();
+    p->o.seed = p->seed;
+    if (!p->o.backoff.seed)
+        p->o.backoff.seed = p->seed;
+    if (!p->rounds)
+        p->rounds =
+            p->o.login_timeout_ms < 0 ? UNBOUNDED_ROUNDS : SAFETY_ROUNDS;
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+static void json_string(const char *s) {
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            printf("\\%c", c);
+        else if (c < 0x20)
+            printf("\\u%04x", c);
+        else
+            putchar(c);
+    }
+    putchar('"');
+}
+
+static const char *strategy_label(const plan *p) {
+    switch (p->o.strategy) {
+    case TETHER_STRATEGY_MIRRORING:
+        return "mirroring";
+    case TETHER_STRATEGY_STREAMING:
+        return "streaming";
+    default:
+        return "sequential";
+    }
+}
+
+static void print_header(const plan *p) {
+    char login[32];
+    if (p->o.login_timeout_ms < 0)
+        snprintf(login, sizeof(login), "infinite");
+    else
+        snprintf(login, sizeof(login), "%lld ms",
+                 (long long)p->o.login_timeout_ms);
+    printf("strategy %s", strategy_label(p));
+    if (p->o.strategy == TETHER_STRATEGY_SEQUENTIAL)
+        printf(" (backoff: %s)", p->spec ? "from --spec" : p->strategy);
+    printf(", login timeout %s, seed %llu\n", login,
+           (unsigned long long)p->seed);
+    if (p->fail_after >= 0)
+        printf("every attempt fails after min(%lld ms, budget)\n",
+               (long long)p->fail_after);
+    else
+        printf("every attempt times out\n");
+    printf("\n%7s  %-28s %10s %10s  %s\n", "attempt", "host:port", "start_ms",
+           "budget_ms", "round");
+}
+
+static void print_attempt(const plan *p, const tether_step *st, int64_t t) {
+    const char *host = p->hosts[st->host];
+    long port = p->ports[st->port];
+    if (p->json) {
+        printf("{\"attempt\":%d,\"host\":", st->attempt);
+        json_string(host);
+        printf(",\"port\":%ld,\"start_ms\":%lld,\"budget_ms\":%lld}\n", port,
+               (long long)t, (long long)st->budget_ms);
+        return;
+    }
+    char where[300];
+    char budget[24];
+    snprintf(where, sizeof(where), "%s:%ld", host, port);
+    if (st->budget_ms < 0)
+        snprintf(budget, sizeof(budget), "unbounded");
+    else
+        snprintf(budget, sizeof(budget), "%lld", (long long)st->budget_ms);
+    printf("%7d  %-28s %10lld %10s  %d\n", st->attempt, where, (long long)t,
+           budget, st->round);
+}
+
+static void print_pause(const plan *p, const tether_step *st, int64_t t) {
+    if (p->json)
+        printf("{\"delay_ms\":%lld,\"start_ms\":%lld}\n",
+               (long long)st->delay_ms, (long long)t);
+    else {
+        char what[40];
+        snprintf(what, sizeof(what), "pause %lld ms", (long long)st->delay_ms);
+        printf("%7s  %-28s %10lld %10s  %d\n", "-", what, (long long)t, "",
+               st->round);
+    }
+}
+
+static void print_provision(const plan *p, const tether_step *st, int64_t t) {
+    if (!p->json)
+        printf("%7s  %-28s %10lld %10s  %d\n", "-", "provisioning (host list)",
+               (long long)t, "", st->round);
+}
+
+static void print_summary(const plan *p, const walk *w) {
+    if (p->json)
+        return;
+    printf("\n%d attempts, %lld ms in total; %s\n", w->attempts,
+           (long long)w->t, w->why);
+    if (w->unbounded && p->fail_after < 0)
+        printf("note: attempts without a time limit are shown failing at "
+               "once; use --fail-after to model their length\n");
+}
+
+/* ---- the walk ---------------------------------------------------------- */
+
+static int64_t attempt_length(const plan *p, walk *w, int64_t budget) {
+    if (budget < 0) {
+        w->unbounded = 1;
+        return p->fail_after < 0 ? 0 : p->fail_after;
+    }
+    if (p->fail_after >= 0 && p->fail_after < budget)
+        return p->fail_after;
+    return budget;
+}
+
+static const char *done_reason(const plan *p) {
+    if (p->o.strategy == TETHER_STRATEGY_SEQUENTIAL &&
+        p->o.backoff.kind == TETHER_BACKOFF_IMMEDIATE)
+        return "done: the immediate backoff allows one retry pass only";
+    return "done: the login timeout leaves no room for another pause or "
+           "attempt";
+}
+
+/* Handles one step; returns 0 to go on, 1 when the plan is over. */
+static int take_step(const plan *p, tether_schedule *s, walk *w,
+                     const tether_step *st) {
+    if (st->kind == TETHER_STEP_DONE) {
+        w->why = done_reason(p);
+        return 1;
+    }
+    if (st->round > p->rounds) {
+        w->why = p->rounds_given ? "stopped after --rounds passes"
+                                 : "stopped after the default number of "
+                                   "passes (use --rounds)";
+        return 1;
+    }
+    if (st->kind == TETHER_STEP_PAUSE) {
+        w->held = 1; /* printed only if something follows it */
+        w->pause = *st;
+        w->pause_at = w->t;
+        w->t += st->delay_ms;
+        return 0;
+    }
+    if (w->held)
+        print_pause(p, &w->pause, w->pause_at);
+    w->held = 0;
+    if (st->kind == TETHER_STEP_PROVISION) {
+        print_provision(p, st, w->t);
+        tether_schedule_provisioned(s, 1, p->nhosts);
+        return 0;
+    }
+    print_attempt(p, st, w->t);
+    w->attempts = st->attempt;
+    w->t += attempt_length(p, w, st->budget_ms);
+    return 0;
+}
+
+static int run_plan(const plan *p) {
+    tether_schedule *s = NULL;
+    tether_error err = {0};
+    if (tether_schedule_create(&s, &p->o, 0, &err) != 0)
+        return cli_usage_error(CMD, "%s", err.message);
+    if (!p->json)
+        print_header(p);
+    walk w = {0};
+    for (;;) {
+        tether_step st;
+        tether_schedule_next(s, w.t, &st);
+        if (take_step(p, s, &w, &st))
+            break;
+    }
+    if (w.held) /* a trailing pause leads nowhere: not part of the plan */
+        w.t = w.pause_at;
+    print_summary(p, &w);
+    tether_schedule_destroy(s);
+    return CLI_OK;
+}
+
+int cli_plan(int argc, char **argv) {
+    if (cli_want_help(argc, argv)) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    plan p;
+    memset(&p, 0, sizeof(p));
+    p.fail_after = -1;
+    int rc = parse_args(&p, argc, argv);
+    if (!rc)
+        rc = configure(&p);
+    if (!rc)
+        rc = run_plan(&p);
+    free(p.hostbuf);
+    return rc;
+}

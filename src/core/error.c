@@ -1,0 +1,87 @@
+/* error.c - the error code list, messages and the error struct helpers. */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *tether_version(void) {
+#define TETHER__STR2(x) #x
+#define TETHER__STR(x) TETHER__STR2(x)
+    return TETHER__STR(TETHER_VERSION_MAJOR) "." TETHER__STR(
+        TETHER_VERSION_MINOR) "." TETHER__STR(TETHER_VERSION_PATCH);
+}
+
+const char *tether_strerror(int code) {
+    switch (code) {
+    case TETHER_OK:
+        return "success";
+#define TETHER__MSG(name, val, msg)                                            \
+    case (val):                                                                \
+        return msg;
+        TETHER_ERRORS(TETHER__MSG)
+#undef TETHER__MSG
+    default:
+        return "unknown error";
+    }
+}
+
+const char *tether_errname(int code) {
+    switch (code) {
+    case TETHER_OK:
+        return "TETHER_OK";
+#define TETHER__NAME(name, val, msg)                                           \
+    case (val):                                                                \
+        return "TETHER_" #name;
+        TETHER_ERRORS(TETHER__NAME)
+#undef TETHER__NAME
+    default:
+        return "TETHER_EUNKNOWN";
+    }
+}
+
+void tether_error_clear(tether_error *err) {
+    if (err)
+        memset(err, 0, sizeof(*err));
+}
+
+int tether_error_set(tether_error *err, int code, tether_class cls,
+                     const char *fmt, ...) {
+    if (!err)
+        return code;
+    tether_error_clear(err);
+    err->code = code;
+    err->cls = cls;
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof(err->message), fmt, ap);
+        va_end(ap);
+    } else {
+        snprintf(err->message, sizeof(err->message), "%s",
+                 tether_strerror(code));
+    }
+    return code;
+}
+
+const char *tether_class_name(tether_class cls) {
+    switch (cls) {
+    case TETHER_CLASS_TRANSIENT:
+        return "transient";
+    case TETHER_CLASS_THROTTLED:
+        return "throttled";
+    case TETHER_CLASS_PERMANENT:
+        return "permanent";
+    default:
+        return "none";
+    }
+}
+
+const char *tether_stop_name(tether_stop stop) {
+    static const char *const names[] = {
+        "none",           "permanent", "attempts", "deadline",
+        "not-idempotent", "budget",    "breaker",  "nested"};
+    if ((unsigned)stop < sizeof(names) / sizeof(names[0]))
+        return names[stop];
+    return "unknown";
+}

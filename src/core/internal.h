@@ -1,0 +1,50 @@
+/* internal.h - helpers shared by tether's modules (not installed). Internal
+ * non-static names start with tether__. */
+#ifndef TETHER_INTERNAL_H
+#define TETHER_INTERNAL_H
+
+#include "tether.h"
+
+#include <stdint.h>
+
+#define TETHER__NS_PER_MS 1000000LL
+
+#define TETHER__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define TETHER__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* A small, fast PRNG (xoshiro256**) seeded through splitmix64. */
+typedef struct tether__rng {
+    uint64_t s[4];
+} tether__rng;
+
+/* tether__rng_seed seeds r; seed 0 draws a seed from the system. */
+void tether__rng_seed(tether__rng *r, uint64_t seed);
+
+/* tether__rng_next returns 64 random bits. */
+uint64_t tether__rng_next(tether__rng *r);
+
+/* tether__rng_double returns a uniform double in [0, 1). */
+double tether__rng_double(tether__rng *r);
+
+/* tether__rng_range returns a uniform integer in [lo, hi] (lo <= hi). */
+int64_t tether__rng_range(tether__rng *r, int64_t lo, int64_t hi);
+
+/* tether__system_seed returns a seed from the OS (never 0). */
+uint64_t tether__system_seed(void);
+
+/* tether__clock returns c, or the real clock when c is NULL. */
+const tether_clock *tether__clock(const tether_clock *c);
+
+/* tether__now_ms reads clock c in milliseconds. */
+int64_t tether__now_ms(const tether_clock *c);
+
+/* tether__log formats and sends a message to fn (or the process sink when
+ * fn is NULL) if level passes the sink's threshold. */
+void tether__log(tether_log_fn fn, void *ctx, tether_log_level level,
+                 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* tether__mul_sat multiplies a non-negative ms value by f, saturating at
+ * cap (avoids overflow for long exponential sequences). */
+int64_t tether__mul_sat(int64_t v, double f, int64_t cap);
+
+#endif

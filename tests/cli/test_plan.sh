@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# test_plan.sh - `tether plan`: the JSON contract, the seed-000 mirroring
+# table (15 s: budgets 1.2/1.2/2.4/2.4/3.6/3.6 s, pauses 100 and 200 ms),
+# fast failures (--fail-after), the seed-003 streaming order (hosts x ports,
+# doubling pauses), sequential backoffs, human output, --help and input
+# errors (exit 2, option named). Uses grep/awk/sed only.
+set -euo pipefail
+bin=${1:?usage: test_plan.sh TETHER_BINARY}
+fail() { echo "FAIL: $*" >&2; exit 1; }
+check() { echo "check: $*"; }
+
+# Field n of every JSON line that has it, one per line.
+col() { sed -n -E "s/.*\"$1\":(-?[0-9]+).*/\1/p"; }
+joined() { paste -sd, -; }
+
+check "mirroring 15s: the seed table"
+out=$("$bin" plan --strategy mirroring --json)
+echo "$out"
+want='{"attempt":1,"host":"principal","port":5432,"start_ms":0,"budget_ms":1200}
+{"attempt":2,"host":"partner","port":5432,"start_ms":1200,"budget_ms":1200}
+{"delay_ms":100,"start_ms":2400}
+{"attempt":3,"host":"principal","port":5432,"start_ms":2500,"budget_ms":2400}
+{"attempt":4,"host":"partner","port":5432,"start_ms":4900,"budget_ms":2400}
+{"delay_ms":200,"start_ms":7300}
+{"attempt":5,"host":"principal","port":5432,"start_ms":7500,"budget_ms":3600}
+{"attempt":6,"host":"partner","port":5432,"start_ms":11100,"budget_ms":3600}'
+[ "$out" = "$want" ] || fail "mirroring 15s plan differs from the seed table"
+# Every line is one of the two contract shapes.
+echo "$out" | grep -v -E '^\{"attempt":[0-9]+,"host":"[^"]*","port":[0-9]+,"start_ms":[0-9]+,"budget_ms":-?[0-9]+\}$' |
+  grep -v -E '^\{"delay_ms":[0-9]+,"start_ms":[0-9]+\}$' && fail "a line fits neither JSON shape"
+# Defaults are the same as the explicit 15 s.
+[ "$("$bin" plan --json)" = "$out" ] || fail "default strategy/login timeout"
+[ "$("$bin" plan --strategy mirroring --login-timeout 15s --json)" = "$out" ] || fail "--login-timeout 15s"
+
+check "mirroring 30s: budgets grow by 2.4 s, the last round is cut to what remains"
+out=$("$bin" plan --strategy mirroring --login-timeout 30s --json)
+[ "$(echo "$out" | col budget_ms | joined)" = "2400,2400,4800,4800,7200,7200,500" ] ||
+  fail "30s budgets: $(echo "$out" | col budget_ms | joined)"
+[ "$(echo "$out" | col delay_ms | joined)" = "100,200,400" ] || fail "30s pauses"
+
+check "mirroring --fail-after 10ms: pauses 100,200,400,800 then 1000, many more rounds"
+out=$("$bin" plan --strategy mirroring --fail-after 10ms --json)
+delays=$(echo "$out" | col delay_ms | joined)
+echo "pauses: $delays"
+case "$delays" in 100,200,400,800,1000,1000,1000,*) ;; *) fail "fast pauses: $delays" ;; esac
+n=$(echo "$out" | grep -c '"attempt"')
+[ "$n" -gt 20 ] || fail "fast failures: only $n attempts"
+# Each attempt starts 10 ms after the previous one unless a pause came between.
+echo "$out" | awk -F'[:,}]' '
+  /"attempt"/ { s = $8; if (prev != "" && s != prev + 10 + pause) bad = 1; prev = s; pause = 0 }
+  /"delay_ms"/ { pause = $2 }
+  END { exit bad }' || fail "fast-failure start times"
+# Nothing starts after the login timeout; the last budget stops at 15 s.
+echo "$out" | awk -F'[:,}]' '/"attempt"/ && $8 + $10 > 15000 { exit 1 }' ||
+  fail "an attempt runs past the login timeout"
+
+check "mirroring infinite: alternates, budgets +1200 per pair, stops at --rounds"
+out=$("$bin" plan --strategy mirroring --login-timeout inf --rounds 12 --json)
+[ "$(echo "$out" | grep -c '"attempt"')" -eq 24 ] || fail "infinite: want 24 attempts"
+[ "$(echo "$out" | grep '"attempt":24,' | col budget_ms)" -eq 14400 ] || fail "infinite: budget of attempt 24"
+[ "$(echo "$out" | grep '"attempt":23,' | sed -E 's/.*"host":"([^"]*)".*/\1/')" = principal ] ||
+  fail "infinite: attempt 23 should go to the principal"
+[ "$("$bin" plan --strategy mirroring --login-timeout inf --json | grep -c '"attempt"')" -eq 20 ] ||
+  fail "infinite: default 10 rounds"
+
+check "streaming: random start in [1000,5000], hosts x ports in order, doubling pauses"
+out=$("$bin" plan --strategy streaming --hosts a,b --ports 1,2,3 --seed 7 --rounds 3 --json)
+echo "$out"
+first=$(echo "$out" | head -1 | col delay_ms)
+[ -n "$first" ] && [ "$first" -ge 1000 ] && [ "$first" -le 5000 ] || fail "streaming first pause $first"
+order=$(echo "$out" | grep '"attempt"' | sed -E 's/.*"host":"([^"]*)","port":([0-9]+).*/\1:\2/' | head -6 | joined)
+[ "$order" = "a:1,a:2,a:3,b:1,b:2,b:3" ] || fail "streaming order: $order"
+[ "$(echo "$out" | grep -c '"attempt"')" -eq 18 ] || fail "streaming: 3 passes of 6"
+d=$(echo "$out" | col delay_ms | joined)
+[ "$d" = "$first,$((first * 2)),$((first * 4))" ] || fail "streaming pauses $d"
+echo "$out" | grep -q provision && fail "provisioning must not be a JSON line"
+[ "$("$bin" plan --strategy streaming --seed 7 --json)" = "$("$bin" plan --strategy streaming --seed 7 --json)" ] ||
+  fail "same seed, different plan"
+caps=$("$bin" plan --strategy streaming --seed 1 --rounds 9 --json | col delay_ms | tail -2 | joined)
+[ "$caps" = "60000,60000" ] || fail "streaming cap at 60 s: $caps"
+human=$("$bin" plan --strategy streaming --seed 7 --rounds 2)
+echo "$human" | grep -q 'provisioning' || fail "human streaming output shows provisioning"
+echo "$human" | grep -q 'seed 7' || fail "human output prints the seed"
+
+check "sequential: backoff between passes, login timeout ends it"
+out=$("$bin" plan --strategy sequential --spec "fixed base=1s jitter=none timeout=2s" --json)
+echo "$out"
+[ "$(echo "$out" | col budget_ms | joined)" = "2000,2000,2000,2000,2000,2000" ] || fail "sequential budgets"
+[ "$(echo "$out" | col delay_ms | joined)" = "1000,1000" ] || fail "sequential pauses"
+out=$("$bin" plan --strategy immediate --fail-after 1s --json)
+[ "$(echo "$out" | grep -c '"attempt"')" -eq 4 ] || fail "immediate: two passes over db1,db2"
+[ "$(echo "$out" | col delay_ms)" = "0" ] || fail "immediate pause"
+for s in grpc exponential fixed incremental reconnect; do
+  "$bin" plan --strategy $s --seed 3 --fail-after 100ms --rounds 3 --json | grep -q '"delay_ms"' ||
+    fail "strategy $s shows no pause"
+done
+
+check "human output: table and summary"
+human=$("$bin" plan --strategy mirroring --seed 1)
+echo "$human"
+echo "$human" | grep -q 'principal:5432' || fail "human table"
+echo "$human" | grep -q 'pause 100 ms' || fail "human pause line"
+echo "$human" | tail -1 | grep -q '^6 attempts, 14700 ms' || fail "human summary"
+
+check "--help exits 0 and lists every option"
+help=$("$bin" plan --help)
+for o in --strategy --login-timeout --hosts --ports --seed --fail-after --rounds --spec --json; do
+  echo "$help" | grep -q -- "$o" || fail "--help lacks $o"
+done
+
+check "bad input: exit 2, the option and value named"
+bad() { # bad WANT_IN_MESSAGE ARGS...
+  local want=$1; shift
+  set +e
+  err=$("$bin" plan "$@" 2>&1 >/dev/null); rc=$?
+  set -e
+  [ $rc -eq 2 ] || fail "plan $*: rc=$rc, want 2"
+  echo "$err" | grep -q -- "$want" || fail "plan $*: message lacks '$want': $err"
+  echo "  plan $* -> $err" | head -1
+}
+bad bogus --strategy bogus
+bad --login-timeout --login-timeout 5x
+bad 5x --login-timeout 5x
+bad --login-timeout --login-timeout 0
+bad --ports --ports 99999
+bad --ports --ports 5432,abc
+bad --hosts --hosts a,,b
+bad --fail-after --fail-after soon
+bad --rounds --rounds 0
+bad --seed --seed -1
+bad --frobnicate --frobnicate
+bad --spec --strategy sequential --spec "exponential base=zz"
+bad mirroring --hosts a,b,c
+echo "test_plan: all checks passed"
