@@ -632,6 +632,304 @@ TETHER_API int tether_budget_opts_parse(const char *spec, tether_budget_opts *o,
  * NULL arguments; *ms is unchanged on error. */
 TETHER_API int tether_duration_parse(const char *text, int64_t *ms);
 
+/* ------------------------------------------------------------------------ */
+/* Drivers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* A driver talks to one kind of server (PostgreSQL, plain TCP, the sim).
+ * Its operations are internal (src/driver.h); users pick one by handle. */
+typedef struct tether_driver tether_driver;
+
+/* tether_driver_sim returns the simulation driver: no I/O, faults on demand
+ * (deterministic tests and the cycle benchmark). Its driver_ctx is a
+ * tether_sim. */
+TETHER_API const tether_driver *tether_driver_sim(void);
+
+/* Sim options. Defaults: no latency, no faults, unlimited connections, seed
+ * 0, real clock. Rates are probabilities in [0, 1] drawn per event. */
+typedef struct tether_sim_opts {
+    int64_t connect_latency_ms; /* each connect takes this long (on clock) */
+    int max_connections;        /* beyond: connects fail throttled; 0 = no
+                                   limit */
+    double refuse_rate;         /* connect refused (transient) */
+    double timeout_rate;        /* connect hangs until its budget ends */
+    double auth_fail_rate;      /* connect fails authentication (permanent) */
+    double validate_fail_rate;  /* round-trip validation fails */
+    double break_in_use_rate;   /* a leased connection breaks (seen by the
+                                   liveness check on release / next use) */
+    double break_idle_rate;     /* an idle connection breaks */
+    double reset_fail_rate;     /* reset on release fails */
+    uint64_t seed;
+    const tether_clock *clock;
+} tether_sim_opts;
+
+/* tether_sim_opts_init fills o with the documented defaults. */
+TETHER_API void tether_sim_opts_init(tether_sim_opts *o);
+
+/* A simulated server and its connections. Thread-safe. */
+typedef struct tether_sim tether_sim;
+
+/* tether_sim_create makes a simulated server. */
+TETHER_API int tether_sim_create(tether_sim **out, const tether_sim_opts *o,
+                                 tether_error *err);
+
+/* tether_sim_destroy frees sim (NULL is accepted); its connections must be
+ * closed first. */
+TETHER_API void tether_sim_destroy(tether_sim *sim);
+
+/* tether_sim_set_down makes the server refuse every connect (down = 1) or
+ * accept them again (down = 0). */
+TETHER_API void tether_sim_set_down(tether_sim *sim, int down);
+
+/* tether_sim_fail_next makes the next n connects fail with code and class
+ * (for instance TETHER_EAUTH, permanent), before any random fault. */
+TETHER_API void tether_sim_fail_next(tether_sim *sim, int n, int code,
+                                     tether_class cls);
+
+/* tether_sim_break_all breaks every open connection (like terminating every
+ * backend): each is seen as broken by its next liveness check. */
+TETHER_API void tether_sim_break_all(tether_sim *sim);
+
+/* tether_sim_fatal_all marks every open connection as having seen a fatal
+ * server event (shutdown, failover): the pool is cleared when one returns. */
+TETHER_API void tether_sim_fatal_all(tether_sim *sim);
+
+/* Counters of a simulated server. */
+typedef struct tether_sim_stats {
+    uint64_t connects;    /* connect attempts */
+    uint64_t connected;   /* successful connects */
+    uint64_t open;        /* connections open now */
+    uint64_t closed;
+    uint64_t validations; /* round trips */
+    uint64_t resets;
+    uint64_t uses;        /* tether_sim_use calls */
+} tether_sim_stats;
+
+/* tether_sim_stats_get copies the counters of sim into out. */
+TETHER_API void tether_sim_stats_get(tether_sim *sim, tether_sim_stats *out);
+
+/* tether_sim_use does a pretend query on a sim connection (the handle from
+ * tether_lease_handle): 0, or TETHER_EBROKEN when the connection broke (or
+ * breaks now, at break_in_use_rate), with err filled. */
+TETHER_API int tether_sim_use(void *handle, tether_error *err);
+
+/* tether_sim_conn_id returns the unique id of a sim connection handle. */
+TETHER_API uint64_t tether_sim_conn_id(void *handle);
+
+/* ------------------------------------------------------------------------ */
+/* Pool (P1-P12)                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Pool options. Defaults (tether_pool_opts_init): min 0, max 10, at most 2
+ * connections being created at once, acquire timeout 15 s, at most 1024
+ * waiters, barge limit 1 ms (waiters are served first come, first served;
+ * a newcomer may take an idle connection ahead of the first waiter only
+ * until that waiter has been passed over for 1 ms), validation bypass
+ * window 500 ms, validation timeout 5 s,
+ * keepalive of idle connections every 2 min, idle timeout 4 min (each
+ * connection gets a random value in [1, 2] x that: 4-8 min), max lifetime
+ * 30 min (each connection gets a random value in [0.85, 1] x that, and
+ * retirements are spaced), leak threshold 0 (off), breaker preset
+ * "blocking-period" (use_breaker 1), retry policy for tether_pool_run:
+ * exponential 50 ms x2 to 1 s, full jitter, 3 attempts, deadline = the
+ * acquire timeout; no reset query; real clock; seed 0. */
+typedef struct tether_pool_opts {
+    const tether_driver *driver; /* required */
+    void *driver_ctx;            /* driver's target (tether_sim for sim) */
+    const char *conninfo;        /* passed to the driver (copied) */
+    const char *name;            /* label in logs and metrics; must not hold
+                                    secrets (default "pool") */
+    int min_size;
+    int max_size;
+    int max_creating;
+    int64_t acquire_timeout_ms;
+    int max_waiters;
+    int64_t barge_limit_us;      /* how long arrivals may take idle
+                                    connections ahead of the first waiter
+                                    (0 = strict FIFO) */
+    int64_t validate_idle_ms;    /* round trip only if idle longer */
+    int64_t validate_timeout_ms;
+    int64_t keepalive_ms;        /* 0 = off */
+    int64_t idle_timeout_ms;     /* 0 = never (idle above min_size) */
+    int64_t max_lifetime_ms;     /* 0 = unlimited */
+    int64_t leak_threshold_ms;   /* 0 = off */
+    int use_breaker;
+    tether_breaker_opts breaker;
+    tether_retry_opts retry;
+    const char *reset_query;     /* run on release (e.g. "DISCARD ALL") */
+    tether_log_fn log;
+    void *log_ctx;
+    const tether_clock *clock;
+    uint64_t seed;
+} tether_pool_opts;
+
+/* tether_pool_opts_init fills o with the documented defaults. */
+TETHER_API void tether_pool_opts_init(tether_pool_opts *o);
+
+/* A connection pool. Thread-safe. */
+typedef struct tether_pool tether_pool;
+
+/* A lease: one borrowed connection. Release it exactly once, from any
+ * thread. */
+typedef struct tether_lease tether_lease;
+
+/* tether_pool_create makes a pool and starts warming it up to min_size in
+ * the background. */
+TETHER_API int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
+                                  tether_error *err);
+
+/* tether_pool_close stops handing out connections (acquire then returns
+ * TETHER_ECLOSED), closes idle connections and waits up to wait_ms (-1 =
+ * forever) for leases to come back, closing each as it returns. Returns 0,
+ * or TETHER_ETIMEDOUT with leases still out (they close when released). */
+TETHER_API int tether_pool_close(tether_pool *p, int64_t wait_ms,
+                                 tether_error *err);
+
+/* tether_pool_destroy closes p, waiting for every lease, and frees it (NULL
+ * is accepted). */
+TETHER_API void tether_pool_destroy(tether_pool *p);
+
+/* tether_pool_acquire_at borrows a connection within timeout_ms (-1: the
+ * pool's acquire timeout). Waiters are served first come, first served.
+ * Errors: TETHER_ETIMEDOUT, TETHER_EQUEUEFULL (too many waiters),
+ * TETHER_ECLOSED, a connect error, or TETHER_EOPEN's cached connect error
+ * during a blocking period. file and line name the caller for leak
+ * reports; use the tether_pool_acquire macro. */
+TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
+                                      tether_lease **out, tether_error *err,
+                                      const char *file, int line);
+
+/* tether_pool_acquire borrows a connection, recording the caller's place. */
+#define tether_pool_acquire(p, timeout_ms, out, err)                           \
+    tether_pool_acquire_at((p), (timeout_ms), (out), (err), __FILE__, __LINE__)
+
+/* tether_lease_release returns a connection to its pool: it is reset
+ * (open transaction rolled back, reset query) and reused, or closed when its
+ * state is unknown. */
+TETHER_API void tether_lease_release(tether_lease *l);
+
+/* tether_lease_discard closes the leased connection instead of reusing it
+ * (use it when its state is unknown or it broke). */
+TETHER_API void tether_lease_discard(tether_lease *l);
+
+/* tether_lease_handle returns the driver's connection (PGconn * for pq, a
+ * sim handle for sim). */
+TETHER_API void *tether_lease_handle(const tether_lease *l);
+
+/* tether_pool_clear discards every connection: idle ones now, leased ones
+ * when released (a generation counter). */
+TETHER_API void tether_pool_clear(tether_pool *p);
+
+/* The caller's work for tether_pool_run: use handle within
+ * attempt->timeout_ms; on failure fill err and return a negative code. */
+typedef int (*tether_work_fn)(void *handle, void *arg,
+                              const tether_attempt *attempt,
+                              tether_error *err);
+
+#define TETHER_READONLY 2u /* run flag: read-only work (standby allowed) */
+
+/* tether_pool_run acquires a connection, calls fn with it and releases it,
+ * retrying transient failures under the pool's retry policy: idempotent
+ * work (TETHER_IDEMPOTENT in flags) is retried; other work only when it
+ * surely never reached the server. A broken connection is discarded, never
+ * returned to the pool. */
+TETHER_API int tether_pool_run(tether_pool *p, unsigned flags,
+                               tether_work_fn fn, void *arg,
+                               tether_error *err);
+
+#define TETHER_HIST_BUCKETS 16
+
+/* Pool metrics. The acquire-latency histogram counts acquires served at
+ * once from an idle connection in bucket 0 without timing them; others are
+ * timed. Bucket upper bounds: tether_pool_hist_bound_us. */
+typedef struct tether_pool_metrics {
+    int total, idle, in_use, creating, waiters, min_size, max_size;
+    uint64_t acquires;
+    uint64_t created;
+    uint64_t connect_failures;
+    uint64_t closed_idle, closed_lifetime, closed_broken, closed_cleared,
+        closed_validation, closed_reset, closed_discarded, closed_shutdown;
+    uint64_t timeouts;
+    uint64_t queue_full;
+    uint64_t breaker_rejections;
+    uint64_t retries;
+    uint64_t leaks;
+    tether_breaker_state breaker_state;
+    uint64_t hist[TETHER_HIST_BUCKETS];
+    uint64_t hist_sum_us; /* of timed acquires */
+} tether_pool_metrics;
+
+/* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds
+ * (the last bucket is unbounded: INT64_MAX). */
+TETHER_API int64_t tether_pool_hist_bound_us(int i);
+
+/* tether_pool_metrics_get copies p's current metrics into out. */
+TETHER_API void tether_pool_metrics_get(tether_pool *p,
+                                        tether_pool_metrics *out);
+
+/* tether_pool_bytes_per_conn returns the bytes of pool bookkeeping each
+ * connection costs (its slot; the pool's fixed part is not counted). */
+TETHER_API size_t tether_pool_bytes_per_conn(void);
+
+/* tether_pool_metrics_prometheus writes p's metrics in the Prometheus text
+ * format into buf (NUL-terminated, truncated to cap). Returns the length the
+ * full text needs (excluding the NUL), like snprintf. */
+TETHER_API size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf,
+                                                 size_t cap);
+
+/* ------------------------------------------------------------------------ */
+/* Registry (P8)                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Registry options. Defaults: pool template from tether_pool_opts_init (its
+ * driver must be set before create), pools unused (no lease out, no
+ * acquire) for 10 min are closed. */
+typedef struct tether_registry_opts {
+    tether_pool_opts pool;   /* template for new pools (conninfo ignored) */
+    int64_t evict_idle_ms;   /* 0 = never evict */
+} tether_registry_opts;
+
+/* tether_registry_opts_init fills o with the documented defaults. */
+TETHER_API void tether_registry_opts_init(tether_registry_opts *o);
+
+/* Pools keyed by normalized connection string (keyword order, whitespace
+ * and quoting do not matter; credentials always do). Thread-safe. */
+typedef struct tether_registry tether_registry;
+
+/* tether_registry_create makes a registry. */
+TETHER_API int tether_registry_create(tether_registry **out,
+                                      const tether_registry_opts *o,
+                                      tether_error *err);
+
+/* tether_registry_destroy closes every pool and frees r (NULL accepted). */
+TETHER_API void tether_registry_destroy(tether_registry *r);
+
+/* tether_registry_acquire_at borrows a connection from the pool for
+ * conninfo, creating the pool on first use. */
+TETHER_API int tether_registry_acquire_at(tether_registry *r,
+                                          const char *conninfo,
+                                          int64_t timeout_ms,
+                                          tether_lease **out,
+                                          tether_error *err, const char *file,
+                                          int line);
+
+/* tether_registry_acquire borrows a connection, recording the caller. */
+#define tether_registry_acquire(r, conninfo, timeout_ms, out, err)             \
+    tether_registry_acquire_at((r), (conninfo), (timeout_ms), (out), (err),    \
+                               __FILE__, __LINE__)
+
+/* tether_registry_clear_all clears every pool (tether_pool_clear). */
+TETHER_API void tether_registry_clear_all(tether_registry *r);
+
+/* tether_registry_count returns how many pools r holds. */
+TETHER_API int tether_registry_count(tether_registry *r);
+
+/* tether_registry_normalize writes conninfo's registry key into buf
+ * (NUL-terminated; cap bytes). Returns the key's length, or TETHER_ESPEC
+ * for a malformed string (err names the problem, never a password). */
+TETHER_API int tether_registry_normalize(const char *conninfo, char *buf,
+                                         size_t cap, tether_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,339 @@
+/*
+ * peer_common.h - shared harness for the peer "cycle" benchmarks
+ * (apr_cycle.c, zdb_cycle.c).
+ *
+ * Everything here is header-only and static so that each peer program is a
+ * single translation unit.  The hot loop itself lives in each program (no
+ * function pointer on the acquire/release path); this header only provides:
+ *
+ *   - option parsing:   --threads T --pool P --seconds S [--json]
+ *                       [--wait | --no-wait]
+ *   - a run driver:     start barrier, timed window, stop flag, join
+ *   - per-thread state: cache-line aligned, written only by its owner
+ *   - a wait histogram: log-linear, fixed size, O(1) insert, no allocation
+ *   - reporting:        one JSON line, or one human-readable line
+ */
+#ifndef TETHER_BENCH_PEER_COMMON_H
+#define TETHER_BENCH_PEER_COMMON_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PEER_CACHELINE 64
+
+/* 1 in PEER_SAMPLE_EVERY acquires is timed with two clock_gettime calls. */
+#define PEER_SAMPLE_EVERY 64u
+
+/*
+ * Log-linear histogram of nanoseconds: values 0..15 get their own bucket,
+ * above that each power of two is split into 16 linear sub-buckets, so any
+ * reported percentile is within ~3% of the true sample value.
+ */
+#define PEER_HIST_SUB 16
+#define PEER_HIST_BUCKETS (61 * PEER_HIST_SUB)
+
+static inline unsigned peer_hist_index(uint64_t v)
+{
+    if (v < PEER_HIST_SUB)
+        return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= 4 */
+    unsigned sub = (unsigned)(v >> (e - 4)) & (PEER_HIST_SUB - 1);
+    return (e - 3) * PEER_HIST_SUB + sub;
+}
+
+/* Midpoint of a bucket, in ns. */
+static inline uint64_t peer_hist_value(unsigned idx)
+{
+    if (idx < PEER_HIST_SUB)
+        return idx;
+    unsigned e = idx / PEER_HIST_SUB + 3;
+    uint64_t sub = idx % PEER_HIST_SUB;
+    uint64_t lo = (PEER_HIST_SUB + sub) << (e - 4);
+    uint64_t width = (uint64_t)1 << (e - 4);
+    return lo + width / 2;
+}
+
+struct peer_opts {
+    int threads;
+    int pool;
+    double seconds;
+    bool json;
+    /*
+     * Sample 1 in 64 acquire waits.  Default: only when threads > pool,
+     * where acquires can actually wait; for threads <= pool the two
+     * clock_gettime calls would cost ~2% of an apr_reslist cycle for
+     * nothing.  --wait / --no-wait force it on / off.
+     */
+    bool wait_sample;
+};
+
+/*
+ * Per-thread state.  The owner thread keeps its counters in locals in the
+ * hot loop and stores them here once at the end; the struct is aligned (and
+ * therefore sized) to a whole number of cache lines so no two threads ever
+ * share a line.
+ */
+struct peer_thread {
+    alignas(PEER_CACHELINE) uint64_t ops;
+    uint64_t failures;
+    uint64_t samples;
+    uint64_t max_wait_ns;
+    unsigned index;
+    void *ctx;
+    pthread_t tid;
+    uint64_t hist[PEER_HIST_BUCKETS];
+};
+
+/* Stop flag and start barrier, each on its own cache line. */
+static struct {
+    alignas(PEER_CACHELINE) atomic_int stop;
+    alignas(PEER_CACHELINE) pthread_barrier_t start;
+} peer_sync;
+
+static inline bool peer_should_stop(void)
+{
+    return atomic_load_explicit(&peer_sync.stop, memory_order_relaxed) != 0;
+}
+
+static inline uint64_t peer_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline void peer_record_wait(struct peer_thread *t, uint64_t ns)
+{
+    t->hist[peer_hist_index(ns)]++;
+    t->samples++;
+    if (ns > t->max_wait_ns)
+        t->max_wait_ns = ns;
+}
+
+/* Called by each worker before its loop: waits for all workers + main. */
+static inline void peer_wait_start(void)
+{
+    int rc = pthread_barrier_wait(&peer_sync.start);
+    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD) {
+        fprintf(stderr, "pthread_barrier_wait: %s\n", strerror(rc));
+        exit(2);
+    }
+}
+
+static void peer_usage(const char *prog, FILE *out)
+{
+    fprintf(out,
+            "usage: %s --threads T --pool P --seconds S [--json] [--wait|--no-wait]\n"
+            "  --threads T  worker threads (>= 1)\n"
+            "  --pool P     pool size: min = max = P (>= 1)\n"
+            "  --seconds S  measurement window in seconds (> 0)\n"
+            "  --json       print one JSON line instead of a human line\n"
+            "  --wait       sample 1 in 64 acquire waits (p50/p99/max_wait_ns);\n"
+            "               default: on only when T > P\n"
+            "  --no-wait    never sample acquire waits\n",
+            prog);
+}
+
+static int peer_parse_int(const char *prog, const char *name, const char *s, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < 1 || v > 1000000) {
+        fprintf(stderr, "%s: invalid %s '%s'\n", prog, name, s);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* Returns 0 on success, 1 if --help was printed, -1 on error. */
+static int peer_parse(int argc, char **argv, struct peer_opts *o)
+{
+    const char *prog = argv[0];
+    o->threads = 1;
+    o->pool = 8;
+    o->seconds = 3.0;
+    o->json = false;
+    int wait = -1; /* -1: auto (T > P) */
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+        if (strcmp(a, "--json") == 0) {
+            o->json = true;
+        } else if (strcmp(a, "--no-wait") == 0) {
+            wait = 0;
+        } else if (strcmp(a, "--wait") == 0) {
+            wait = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            peer_usage(prog, stdout);
+            return 1;
+        } else if (strcmp(a, "--threads") == 0 && v) {
+            if (peer_parse_int(prog, "--threads", v, &o->threads))
+                return -1;
+            i++;
+        } else if (strcmp(a, "--pool") == 0 && v) {
+            if (peer_parse_int(prog, "--pool", v, &o->pool))
+                return -1;
+            i++;
+        } else if (strcmp(a, "--seconds") == 0 && v) {
+            char *end = NULL;
+            errno = 0;
+            o->seconds = strtod(v, &end);
+            if (errno != 0 || end == v || *end != '\0' || !(o->seconds > 0) ||
+                o->seconds > 86400) {
+                fprintf(stderr, "%s: invalid --seconds '%s'\n", prog, v);
+                return -1;
+            }
+            i++;
+        } else {
+            fprintf(stderr, "%s: unknown or incomplete option '%s'\n", prog, a);
+            peer_usage(prog, stderr);
+            return -1;
+        }
+    }
+    o->wait_sample = wait < 0 ? o->threads > o->pool : wait != 0;
+    return 0;
+}
+
+struct peer_result {
+    double elapsed_s;
+    uint64_t ops;
+    uint64_t failures;
+    uint64_t samples;
+    uint64_t p50_ns, p99_ns, max_ns;
+};
+
+/*
+ * Start o->threads workers running fn(&threads[i]), release them together
+ * through the barrier, let them run for o->seconds, raise the stop flag and
+ * join.  The window is measured by the main thread from barrier release to
+ * the moment the stop flag is raised.
+ */
+static int peer_run(const struct peer_opts *o, void *(*fn)(void *), void *ctx,
+                    struct peer_result *r)
+{
+    size_t n = (size_t)o->threads;
+    struct peer_thread *th = aligned_alloc(PEER_CACHELINE, n * sizeof *th);
+    if (!th) {
+        fprintf(stderr, "out of memory\n");
+        return -1;
+    }
+    memset(th, 0, n * sizeof *th);
+    atomic_store(&peer_sync.stop, 0);
+    int rc = pthread_barrier_init(&peer_sync.start, NULL, (unsigned)n + 1);
+    if (rc != 0) {
+        fprintf(stderr, "pthread_barrier_init: %s\n", strerror(rc));
+        free(th);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        th[i].index = (unsigned)i;
+        th[i].ctx = ctx;
+        rc = pthread_create(&th[i].tid, NULL, fn, &th[i]);
+        if (rc != 0) {
+            /* Cannot unwind a half-filled barrier cleanly; just bail. */
+            fprintf(stderr, "pthread_create: %s\n", strerror(rc));
+            exit(2);
+        }
+    }
+    peer_wait_start();
+    uint64_t t0 = peer_now_ns();
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    double whole = (double)(long)o->seconds;
+    until.tv_sec += (time_t)whole;
+    until.tv_nsec += (long)((o->seconds - whole) * 1e9);
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+        ;
+    uint64_t t1 = peer_now_ns();
+    atomic_store_explicit(&peer_sync.stop, 1, memory_order_relaxed);
+    for (size_t i = 0; i < n; i++)
+        pthread_join(th[i].tid, NULL);
+    pthread_barrier_destroy(&peer_sync.start);
+
+    memset(r, 0, sizeof *r);
+    r->elapsed_s = (double)(t1 - t0) / 1e9;
+    static uint64_t hist[PEER_HIST_BUCKETS];
+    memset(hist, 0, sizeof hist);
+    for (size_t i = 0; i < n; i++) {
+        r->ops += th[i].ops;
+        r->failures += th[i].failures;
+        r->samples += th[i].samples;
+        if (th[i].max_wait_ns > r->max_ns)
+            r->max_ns = th[i].max_wait_ns;
+        for (unsigned b = 0; b < PEER_HIST_BUCKETS; b++)
+            hist[b] += th[i].hist[b];
+    }
+    if (r->samples > 0) {
+        uint64_t want50 = (r->samples * 50 + 99) / 100;
+        uint64_t want99 = (r->samples * 99 + 99) / 100;
+        uint64_t acc = 0;
+        bool got50 = false;
+        for (unsigned b = 0; b < PEER_HIST_BUCKETS; b++) {
+            acc += hist[b];
+            if (!got50 && acc >= want50) {
+                r->p50_ns = peer_hist_value(b);
+                got50 = true;
+            }
+            if (acc >= want99) {
+                r->p99_ns = peer_hist_value(b);
+                break;
+            }
+        }
+        /* Bucket midpoints can overshoot the exact maximum. */
+        if (r->p50_ns > r->max_ns)
+            r->p50_ns = r->max_ns;
+        if (r->p99_ns > r->max_ns)
+            r->p99_ns = r->max_ns;
+    }
+    free(th);
+    return 0;
+}
+
+static void peer_report(const char *impl, const struct peer_opts *o,
+                        const struct peer_result *r)
+{
+    double ops_per_sec = r->elapsed_s > 0 ? (double)r->ops / r->elapsed_s : 0.0;
+    if (o->json) {
+        printf("{\"bench\":\"cycle\",\"impl\":\"%s\",\"threads\":%d,\"pool\":%d,"
+               "\"seconds\":%g,\"ops_per_sec\":%.0f,\"failures\":%llu",
+               impl, o->threads, o->pool, o->seconds, ops_per_sec,
+               (unsigned long long)r->failures);
+        if (r->samples > 0)
+            printf(",\"p50_wait_ns\":%llu,\"p99_wait_ns\":%llu,\"max_wait_ns\":%llu",
+                   (unsigned long long)r->p50_ns, (unsigned long long)r->p99_ns,
+                   (unsigned long long)r->max_ns);
+        printf("}\n");
+    } else {
+        printf("cycle %-12s threads=%-3d pool=%-3d seconds=%g  %12.0f cycles/s"
+               "  (%.2f M/s, %llu cycles in %.3f s)  failures=%llu",
+               impl, o->threads, o->pool, o->seconds, ops_per_sec, ops_per_sec / 1e6,
+               (unsigned long long)r->ops, r->elapsed_s,
+               (unsigned long long)r->failures);
+        if (r->samples > 0)
+            printf("  wait p50=%lluns p99=%lluns max=%lluns (%llu samples)",
+                   (unsigned long long)r->p50_ns, (unsigned long long)r->p99_ns,
+                   (unsigned long long)r->max_ns, (unsigned long long)r->samples);
+        printf("\n");
+    }
+    fflush(stdout);
+}
+
+#endif /* TETHER_BENCH_PEER_COMMON_H */

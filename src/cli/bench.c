@@ -1,0 +1,274 @@
+/* bench.c - `tether bench cycle`: acquire+release per second through a
+ * tether pool over the sim driver (no I/O), T threads on a pool of P.
+ * With more threads than connections it also samples acquire waits (1 in
+ * 64 acquires) to show that no waiter starves. */
+#include "cli.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define SAMPLE_MASK 63
+#define MAX_SAMPLES (1 << 20)
+
+typedef struct bench_opts {
+    int threads, pool;
+    int64_t seconds_ms;
+    int json;
+} bench_opts;
+
+typedef struct worker {
+    _Alignas(64) uint64_t ops;
+    uint64_t errors;
+    int64_t *waits; /* sampled acquire waits, ns */
+    int nwaits;
+    tether_pool *p;
+    int sample;
+} worker;
+
+static _Atomic int go, stop;
+static _Atomic int ready;
+
+static int64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void cycle_sampled(worker *w, uint64_t i) {
+    tether_lease *l;
+    int64_t t0 = (i & SAMPLE_MASK) == 0 ? now_ns() : 0;
+    if (tether_pool_acquire(w->p, -1, &l, NULL) != 0) {
+        w->errors++;
+        return;
+    }
+    if (t0 && w->nwaits < MAX_SAMPLES / 64)
+        w->waits[w->nwaits++] = now_ns() - t0;
+    tether_lease_release(l);
+    w->ops++;
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    atomic_fetch_add(&ready, 1);
+    while (!atomic_load_explicit(&go, memory_order_acquire)) {
+    }
+    uint64_t ops = 0, errors = 0;
+    if (w->sample) {
+        for (uint64_t i = 0; !atomic_load_explicit(&stop, memory_order_relaxed);
+             i++)
+            cycle_sampled(w, i);
+        return NULL;
+    }
+    while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        tether_lease *l;
+        if (tether_pool_acquire(w->p, -1, &l, NULL) != 0) {
+            errors++;
+            continue;
+        }
+        tether_lease_release(l);
+        ops++;
+    }
+    w->ops = ops;
+    w->errors = errors;
+    return NULL;
+}
+
+static int cmp64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int make_pool(const bench_opts *b, tether_sim **sim, tether_pool **p) {
+    tether_error err = {0};
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    int rc = tether_sim_create(sim, &so, &err);
+    po.driver = tether_driver_sim();
+    po.driver_ctx = *sim;
+    po.name = "bench";
+    po.min_size = po.max_size = b->pool;
+    po.max_creating = b->pool;
+    po.max_waiters = b->threads + 1;
+    po.acquire_timeout_ms = 60000;
+    if (rc == 0)
+        rc = tether_pool_create(p, &po, &err);
+    tether_lease *warm[4096];
+    int n = 0;
+    while (rc == 0 && n < b->pool && n < 4096 &&
+           tether_pool_acquire(*p, 5000, &warm[n], &err) == 0)
+        n++;
+    for (int i = 0; i < n; i++)
+        tether_lease_release(warm[i]);
+    if (rc)
+        fprintf(stderr, "tether bench: %s\n", err.message);
+    return rc;
+}
+
+typedef struct bench_result {
+    double ops_per_sec;
+    uint64_t errors;
+    int64_t p50, p99, max;
+    int sampled;
+} bench_result;
+
+static void summarize(worker *ws, int n, double secs, bench_result *r) {
+    uint64_t ops = 0, nw = 0;
+    memset(r, 0, sizeof(*r));
+    for (int i = 0; i < n; i++) {
+        ops += ws[i].ops;
+        r->errors += ws[i].errors;
+        nw += (uint64_t)ws[i].nwaits;
+    }
+    r->ops_per_sec = (double)ops / secs;
+    if (nw == 0)
+        return;
+    int64_t *all = malloc(sizeof(int64_t) * nw);
+    if (!all)
+        return;
+    size_t k = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < ws[i].nwaits; j++)
+            all[k++] = ws[i].waits[j];
+    qsort(all, k, sizeof(int64_t), cmp64);
+    r->sampled = 1;
+    r->p50 = all[k / 2];
+    r->p99 = all[(k * 99) / 100];
+    r->max = all[k - 1];
+    free(all);
+}
+
+static int run_cycle(const bench_opts *b, bench_result *r) {
+    tether_sim *sim = NULL;
+    tether_pool *p = NULL;
+    if (make_pool(b, &sim, &p)) {
+        tether_pool_destroy(p);
+        tether_sim_destroy(sim);
+        return -1;
+    }
+    worker *ws = aligned_alloc(64, sizeof(worker) * (size_t)b->threads);
+    pthread_t *th = calloc((size_t)b->threads, sizeof(pthread_t));
+    int sample = b->threads > b->pool;
+    memset(ws, 0, sizeof(worker) * (size_t)b->threads);
+    atomic_store(&go, 0);
+    atomic_store(&stop, 0);
+    atomic_store(&ready, 0);
+    for (int i = 0; i < b->threads; i++) {
+        ws[i].p = p;
+        ws[i].sample = sample;
+        ws[i].waits =
+            sample ? malloc(sizeof(int64_t) * MAX_SAMPLES / 64) : NULL;
+        pthread_create(&th[i], NULL, worker_main, &ws[i]);
+    }
+    while (atomic_load(&ready) < b->threads) {
+    }
+    int64_t t0 = now_ns();
+    atomic_store_explicit(&go, 1, memory_order_release);
+    struct timespec ts = {(time_t)(b->seconds_ms / 1000),
+                          (long)(b->seconds_ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+    atomic_store(&stop, 1);
+    for (int i = 0; i < b->threads; i++)
+        pthread_join(th[i], NULL);
+    double secs = (double)(now_ns() - t0) / 1e9;
+    summarize(ws, b->threads, secs, r);
+    for (int i = 0; i < b->threads; i++)
+        free(ws[i].waits);
+    free(ws);
+    free(th);
+    tether_pool_destroy(p);
+    tether_sim_destroy(sim);
+    return 0;
+}
+
+static void print_cycle(const bench_opts *b, const bench_result *r) {
+    if (b->json) {
+        printf("{\"bench\":\"cycle\",\"impl\":\"tether\",\"threads\":%d,"
+               "\"pool\":%d,\"seconds\":%.3f,\"ops_per_sec\":%.0f,"
+               "\"errors\":%llu",
+               b->threads, b->pool, (double)b->seconds_ms / 1000.0,
+               r->ops_per_sec, (unsigned long long)r->errors);
+        if (r->sampled)
+            printf(",\"p50_wait_ns\":%lld,\"p99_wait_ns\":%lld,"
+                   "\"max_wait_ns\":%lld",
+                   (long long)r->p50, (long long)r->p99, (long long)r->max);
+        printf(",\"bytes_per_conn\":%zu}\n", tether_pool_bytes_per_conn());
+        return;
+    }
+    printf("cycle: %d threads, pool %d: %.2f M acquire+release/s, %llu "
+           "errors, %zu bytes of bookkeeping per connection\n",
+           b->threads, b->pool, r->ops_per_sec / 1e6,
+           (unsigned long long)r->errors, tether_pool_bytes_per_conn());
+    if (r->sampled)
+        printf("  acquire wait (1 in 64 sampled): p50 %lld ns, p99 %lld ns, "
+               "max %lld ns\n",
+               (long long)r->p50, (long long)r->p99, (long long)r->max);
+}
+
+static void bench_usage(FILE *f) {
+    fprintf(f, "usage: tether bench cycle [--threads T] [--pool P] [--seconds "
+               "S] [--json]\n\n"
+               "Acquire+release through a tether pool over the sim driver (no "
+               "I/O):\nT threads (default 1) on a pool of P connections "
+               "(default 8) for S\nseconds (default 3). With T > P, acquire "
+               "waits are sampled (1 in 64).\n"
+               "Compare with the peers in one run: bench/run-cycle.\n");
+}
+
+static int bench_args(int argc, char **argv, bench_opts *b) {
+    long long v;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val;
+        if (!strcmp(a, "--json")) {
+            b->json = 1;
+            continue;
+        }
+        if (!cli_opt_is(a, "--threads") && !cli_opt_is(a, "--pool") &&
+            !cli_opt_is(a, "--seconds"))
+            return cli_usage_error("bench cycle", "unknown option '%s'", a);
+        if (!(val = cli_value("bench cycle", argc, argv, &i)))
+            return CLI_USAGE;
+        if (cli_opt_is(a, "--seconds")) {
+            if (cli_parse_duration("bench cycle", "--seconds", val,
+                                   &b->seconds_ms) ||
+                b->seconds_ms <= 0)
+                return b->seconds_ms <= 0
+                           ? cli_usage_error("bench cycle",
+                                             "--seconds must be > 0")
+                           : CLI_USAGE;
+            continue;
+        }
+        int threads = cli_opt_is(a, "--threads");
+        if (cli_parse_int("bench cycle", a, val, 1, threads ? 4096 : 100000,
+                          &v))
+            return CLI_USAGE;
+        *(threads ? &b->threads : &b->pool) = (int)v;
+    }
+    return 0;
+}
+
+int cli_bench(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        bench_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_USAGE : CLI_OK;
+    }
+    if (strcmp(argv[1], "cycle"))
+        return cli_usage_error("bench", "unknown benchmark '%s' (want cycle)",
+                               argv[1]);
+    if (cli_want_help(argc - 1, argv + 1)) {
+        bench_usage(stdout);
+        return CLI_OK;
+    }
+    bench_opts b = {1, 8, 3000, 0};
+    if (bench_args(argc - 1, argv + 1, &b))
+        return CLI_USAGE;
+    bench_result r;
+    if (run_cycle(&b, &r))
+        return CLI_FAIL;
+    print_cycle(&b, &r);
+    return CLI_OK;
+}

@@ -1,0 +1,63 @@
+/* driver.h - the driver interface: a small vtable the pool and the
+ * connector drive. A driver talks to one kind of server; it does no retry,
+ * no pooling and no waiting beyond what one call is given. */
+#ifndef TETHER_DRIVER_H
+#define TETHER_DRIVER_H
+
+#include "tether.h"
+
+/* What a connect in progress waits for: readiness of fd for events
+ * (POLLIN/POLLOUT), or, with fd < 0, the clock reaching wake_ms. */
+typedef struct tether__wait {
+    int fd;
+    short events;
+    int64_t wake_ms;
+} tether__wait;
+
+/* Return values of connect_start / connect_poll (besides < 0 errors). */
+#define TETHER__CONNECTED 0
+#define TETHER__IN_PROGRESS 1
+
+/* reset: clean, but the server reported a fatal event. */
+#define TETHER__FATAL 1
+
+struct tether_driver {
+    const char *name;
+    /* Start connecting to ctx's target (conninfo: the pool's string). On
+     * TETHER__IN_PROGRESS, *conn is set and w says what to wait for. On a
+     * negative error, *conn is NULL and err is filled (class set). */
+    int (*connect_start)(void *ctx, const char *conninfo, void **conn,
+                         tether__wait *w, tether_error *err);
+    /* Continue a connect after w was satisfied (or timed out: the caller
+     * then closes conn). Same returns as connect_start; on error conn must
+     * still be closed by the caller. */
+    int (*connect_poll)(void *conn, tether__wait *w, tether_error *err);
+    /* Cheap liveness check, no round trip: 1 alive, 0 broken. */
+    int (*alive)(void *conn);
+    /* Round-trip validation within timeout_ms: 0 or a negative error. */
+    int (*validate)(void *conn, int64_t timeout_ms, tether_error *err);
+    /* Reset on release (roll back, reset_query may be NULL): 0 clean;
+     * TETHER__FATAL when the connection saw a fatal server event
+     * (shutdown, failover, role change) that should clear its pool; or a
+     * negative error when the session state is unknown (discard it). One
+     * call, as it runs on every release. */
+    int (*reset)(void *conn, const char *reset_query, tether_error *err);
+    /* Close and free conn (NULL accepted). */
+    void (*close)(void *conn);
+    /* Fill err->cls (and retry_after_ms) for a failure on conn (may be
+     * NULL for connect failures). */
+    void (*classify)(void *conn, tether_error *err);
+    /* The user-visible handle (PGconn *, sim handle). */
+    void *(*handle)(void *conn);
+};
+
+/* tether__driver_connect runs connect_start/connect_poll to completion
+ * within budget_ms (-1 = unbounded), waiting with poll() (or sleeping on
+ * clock for fd < 0). Returns 0 with *conn set, or a negative error (budget
+ * exhaustion is TETHER_ETIMEDOUT, transient). */
+int tether__driver_connect(const tether_driver *d, void *ctx,
+                           const char *conninfo, int64_t budget_ms,
+                           const tether_clock *clock, void **conn,
+                           tether_error *err);
+
+#endif

@@ -1,0 +1,289 @@
+/* housekeeper.c - one background thread for every pool in the process: it
+ * publishes the coarse time the acquire fast path reads (every 10 ms) and
+ * every 100 ms runs a housekeeping pass over each pool: idle timeout,
+ * spaced lifetime retirement, leak reports, keepalive of long-idle
+ * connections and refill to min_size. The pass itself never blocks on the
+ * network: creations and keepalive round trips run on short-lived worker
+ * threads, so the published time never goes stale. Pools on a virtual
+ * clock are left to tests, which call tether__pool_housekeep directly. */
+#include "pool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TICK_MS 10
+#define PASS_EVERY 10 /* ticks */
+
+static pthread_mutex_t hk_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hk_cv;
+static pthread_once_t hk_once = PTHREAD_ONCE_INIT;
+static tether_pool *hk_pools;
+static int hk_running;
+static uint64_t hk_gen;
+static pthread_t hk_thread;
+_Atomic int64_t tether__ticker;
+_Atomic int tether__ticker_on;
+
+static int64_t mono_ms(clockid_t id) {
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t tether__coarse_ms(void) {
+    return mono_ms(CLOCK_MONOTONIC_COARSE);
+}
+
+/* ---- workers: background creation and keepalive ------------------------- */
+
+static void worker_done(tether_pool *p) {
+    pthread_mutex_lock(&p->lock);
+    p->bg--;
+    pthread_cond_broadcast(&p->drained);
+    pthread_mutex_unlock(&p->lock);
+}
+
+static void *fill_main(void *arg) {
+    tether_pool *p = arg;
+    tether_lease *s = NULL;
+    tether_error err;
+    if (tether__pool_create_reserved(p, p->o.acquire_timeout_ms, &s, &err) ==
+        0) {
+        if (atomic_load(&p->closing))
+            tether__pool_discard(p, s, CLOSE_SHUTDOWN);
+        else
+            tether__pool_put_idle(p, s);
+    } else if (err.code != TETHER_EOPEN) {
+        tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_WARN,
+                    "pool %s: background connect failed: %s", p->name,
+                    err.message);
+    }
+    worker_done(p);
+    return NULL;
+}
+
+static int spawn(void *(*fn)(void *), void *arg) {
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&t, &a, fn, arg);
+    pthread_attr_destroy(&a);
+    return rc;
+}
+
+void tether__pool_fill(tether_pool *p) {
+    pthread_mutex_lock(&p->lock);
+    while (!atomic_load(&p->closing) && p->total < p->o.min_size &&
+           p->creating < p->o.max_creating) {
+        p->total++;
+        p->creating++;
+        p->bg++;
+        if (spawn(fill_main, p) != 0) {
+            p->total--;
+            p->creating--;
+            p->bg--;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+typedef struct keepalive_job {
+    tether_pool *p;
+    int n;
+    tether_lease *slots[];
+} keepalive_job;
+
+static void keepalive_run(tether_pool *p, tether_lease **slots, int n) {
+    for (int i = 0; i < n; i++) {
+        tether_lease *s = slots[i];
+        if (p->drv->validate(s->conn, p->o.validate_timeout_ms, NULL)) {
+            tether__pool_discard(p, s, CLOSE_VALIDATION);
+            continue;
+        }
+        s->checked_ms = tether__pool_now(p);
+        tether__pool_put_idle(p, s);
+    }
+}
+
+static void *keepalive_main(void *arg) {
+    keepalive_job *j = arg;
+    keepalive_run(j->p, j->slots, j->n);
+    worker_done(j->p);
+    free(j);
+    return NULL;
+}
+
+/* Validate reserved slots in the background (inline on a virtual clock,
+ * so tests stay deterministic). */
+static void keepalive_start(tether_pool *p, tether_lease **slots, int n) {
+    keepalive_job *j = NULL;
+    if (p->real_clock)
+        j = malloc(sizeof(*j) + sizeof(tether_lease *) * (size_t)n);
+    if (!j) {
+        keepalive_run(p, slots, n);
+        return;
+    }
+    j->p = p;
+    j->n = n;
+    memcpy(j->slots, slots, sizeof(tether_lease *) * (size_t)n);
+    pthread_mutex_lock(&p->lock);
+    p->bg++;
+    pthread_mutex_unlock(&p->lock);
+    if (spawn(keepalive_main, j) != 0) {
+        worker_done(p);
+        keepalive_run(p, slots, n);
+        free(j);
+    }
+}
+
+/* ---- one pass ------------------------------------------------------------ */
+
+static void report_leak(tether_pool *p, tether_lease *s, int64_t now) {
+    int64_t at = atomic_load_explicit(&s->acquired_ms, memory_order_acquire);
+    if (at == NOT_HELD || now - at < p->o.leak_threshold_ms)
+        return;
+    int zero = 0;
+    if (!atomic_compare_exchange_strong(&s->leak_reported, &zero, 1))
+        return;
+    const char *file = atomic_load_explicit(&s->file, memory_order_relaxed);
+    int line = atomic_load_explicit(&s->line, memory_order_relaxed);
+    atomic_fetch_add(&p->leaks, 1);
+    tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_WARN,
+                "pool %s: connection leak? held for %lld ms (threshold %lld "
+                "ms), acquired at %s:%d",
+                p->name, (long long)(now - at),
+                (long long)p->o.leak_threshold_ms, file ? file : "?", line);
+}
+
+static int may_retire(tether_pool *p, int64_t now) {
+    int64_t next = atomic_load(&p->next_retire_ms);
+    return now >= next &&
+           atomic_compare_exchange_strong(&p->next_retire_ms, &next,
+                                          now + p->retire_gap_ms);
+}
+
+/* Decide for one reserved idle slot. Returns 1 if it awaits keepalive. */
+static int inspect_idle(tether_pool *p, tether_lease *s, int64_t now,
+                        int *excess) {
+    if (s->gen != atomic_load(&p->gen)) {
+        tether__pool_discard(p, s, CLOSE_CLEARED);
+    } else if (*excess > 0 && p->o.idle_timeout_ms > 0 &&
+               now - s->last_used_ms >= s->idle_limit_ms) {
+        (*excess)--;
+        tether__pool_discard(p, s, CLOSE_IDLE);
+    } else if (s->expire_ms <= now && may_retire(p, now)) {
+        tether__pool_discard(p, s, CLOSE_LIFETIME);
+    } else if (!p->drv->alive(s->conn)) {
+        tether__pool_discard(p, s, CLOSE_BROKEN);
+    } else if (p->o.keepalive_ms > 0 &&
+               now - s->checked_ms >= p->o.keepalive_ms) {
+        return 1;
+    } else {
+        tether__pool_put_idle(p, s);
+    }
+    return 0;
+}
+
+void tether__pool_housekeep(tether_pool *p) {
+    if (atomic_load(&p->closing))
+        return;
+    int64_t now = tether__pool_now(p);
+    pthread_mutex_lock(&p->lock);
+    int excess = p->total - p->o.min_size;
+    pthread_mutex_unlock(&p->lock);
+    tether_lease *batch[64];
+    int nb = 0;
+    for (int i = 0; i < p->nslots; i++) {
+        tether_lease *s = &p->slots[i];
+        int st = atomic_load(&s->state), e = SLOT_IDLE;
+        if (st == SLOT_USED && p->o.leak_threshold_ms > 0)
+            report_leak(p, s, now);
+        if (st != SLOT_IDLE ||
+            !atomic_compare_exchange_strong(&s->state, &e, SLOT_RESERVED))
+            continue;
+        if (inspect_idle(p, s, now, &excess))
+            batch[nb++] = s;
+        if (nb == 64) {
+            keepalive_start(p, batch, nb);
+            nb = 0;
+        }
+    }
+    if (nb)
+        keepalive_start(p, batch, nb);
+    tether__pool_fill(p);
+}
+
+/* ---- the thread ---------------------------------------------------------- */
+
+static void hk_init(void) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&hk_cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+static void *hk_main(void *arg) {
+    uint64_t mine = (uint64_t)(uintptr_t)arg;
+    unsigned tick = 0;
+    pthread_mutex_lock(&hk_lock);
+    while (hk_running && hk_gen == mine) {
+        atomic_store_explicit(&tether__ticker, mono_ms(CLOCK_MONOTONIC),
+                              memory_order_relaxed);
+        if (++tick % PASS_EVERY == 0)
+            for (tether_pool *p = hk_pools; p; p = p->hk_next)
+                if (p->real_clock)
+                    tether__pool_housekeep(p);
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_nsec += TICK_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&hk_cv, &hk_lock, &ts);
+    }
+    pthread_mutex_unlock(&hk_lock);
+    return NULL;
+}
+
+void tether__hk_register(tether_pool *p) {
+    pthread_once(&hk_once, hk_init);
+    pthread_mutex_lock(&hk_lock);
+    p->hk_next = hk_pools;
+    hk_pools = p;
+    if (!hk_running) {
+        hk_running = 1;
+        hk_gen++;
+        atomic_store(&tether__ticker, mono_ms(CLOCK_MONOTONIC));
+        if (pthread_create(&hk_thread, NULL, hk_main,
+                           (void *)(uintptr_t)hk_gen) == 0)
+            atomic_store(&tether__ticker_on, 1);
+        else
+            hk_running = 0; /* no thread: the fast path reads the clock */
+    }
+    pthread_mutex_unlock(&hk_lock);
+}
+
+void tether__hk_unregister(tether_pool *p) {
+    pthread_mutex_lock(&hk_lock);
+    tether_pool **pp = &hk_pools;
+    while (*pp && *pp != p)
+        pp = &(*pp)->hk_next;
+    if (*pp)
+        *pp = p->hk_next;
+    int stop = hk_running && !hk_pools;
+    pthread_t t = hk_thread;
+    if (stop) {
+        hk_running = 0;
+        atomic_store(&tether__ticker_on, 0);
+        pthread_cond_broadcast(&hk_cv);
+    }
+    pthread_mutex_unlock(&hk_lock);
+    if (stop)
+        pthread_join(t, NULL);
+}

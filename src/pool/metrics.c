@@ -1,0 +1,212 @@
+/* metrics.c - pool metrics (P10): a snapshot struct and the Prometheus
+ * text exposition. Counters the fast path would contend on live in the
+ * slots (written only by their holder) and are summed here. */
+#include "pool.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const int64_t bounds_us[TETHER_HIST_BUCKETS] = {
+    10,    50,    100,   250,    500,    1000,    2500,    5000,
+    10000, 25000, 50000, 100000, 250000, 1000000, 5000000, INT64_MAX};
+
+int64_t tether_pool_hist_bound_us(int i) {
+    if (i < 0 || i >= TETHER_HIST_BUCKETS)
+        return INT64_MAX;
+    return bounds_us[i];
+}
+
+size_t tether_pool_bytes_per_conn(void) {
+    return sizeof(tether_lease);
+}
+
+void tether__hist_record(tether_pool *p, int64_t us) {
+    int i = 0;
+    while (i < TETHER_HIST_BUCKETS - 1 && us > bounds_us[i])
+        i++;
+    atomic_fetch_add_explicit(&p->hist[i], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->hist_sum_us, (uint64_t)(us < 0 ? 0 : us),
+                              memory_order_relaxed);
+}
+
+static void count_slots(tether_pool *p, tether_pool_metrics *m) {
+    uint64_t quick = atomic_load(&p->retired_quick);
+    for (int i = 0; i < p->nslots; i++) {
+        tether_lease *s = &p->slots[i];
+        int st = atomic_load_explicit(&s->state, memory_order_relaxed);
+        m->idle += st == SLOT_IDLE;
+        m->in_use += st == SLOT_USED;
+        quick += atomic_load_explicit(&s->quick, memory_order_relaxed);
+    }
+    m->hist[0] += quick;
+    for (int i = 0; i < TETHER_HIST_BUCKETS; i++)
+        m->acquires += m->hist[i]; /* every acquire is in one bucket */
+}
+
+void tether_pool_metrics_get(tether_pool *p, tether_pool_metrics *m) {
+    memset(m, 0, sizeof(*m));
+    for (int i = 0; i < TETHER_HIST_BUCKETS; i++)
+        m->hist[i] = atomic_load(&p->hist[i]);
+    m->hist_sum_us = atomic_load(&p->hist_sum_us);
+    count_slots(p, m);
+    pthread_mutex_lock(&p->lock);
+    m->total = p->total;
+    m->creating = p->creating;
+    pthread_mutex_unlock(&p->lock);
+    m->waiters = atomic_load(&p->waiters);
+    m->min_size = p->o.min_size;
+    m->max_size = p->o.max_size;
+    m->created = atomic_load(&p->created);
+    m->connect_failures = atomic_load(&p->connect_failures);
+    _Atomic uint64_t *c = p->closed;
+    m->closed_idle = atomic_load(&c[CLOSE_IDLE]);
+    m->closed_lifetime = atomic_load(&c[CLOSE_LIFETIME]);
+    m->closed_broken = atomic_load(&c[CLOSE_BROKEN]);
+    m->closed_cleared = atomic_load(&c[CLOSE_CLEARED]);
+    m->closed_validation = atomic_load(&c[CLOSE_VALIDATION]);
+    m->closed_reset = atomic_load(&c[CLOSE_RESET]);
+    m->closed_discarded = atomic_load(&c[CLOSE_DISCARDED]);
+    m->closed_shutdown = atomic_load(&c[CLOSE_SHUTDOWN]);
+    m->timeouts = atomic_load(&p->timeouts);
+    m->queue_full = atomic_load(&p->queue_full);
+    m->breaker_rejections = atomic_load(&p->breaker_rejections);
+    m->leaks = atomic_load(&p->leaks);
+    tether_retry_stats rs;
+    tether_retry_stats_get(p->retry, &rs);
+    m->retries = rs.retries;
+    m->breaker_state = p->breaker ? tether_breaker_state_get(p->breaker)
+                                  : TETHER_BREAKER_CLOSED;
+}
+
+/* ---- Prometheus text format --------------------------------------------- */
+
+typedef struct out {
+    char *buf;
+    size_t cap, len;
+} out;
+
+static void emit(out *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void emit(out *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    size_t room = o->len < o->cap ? o->cap - o->len : 0;
+    int n = vsnprintf(room ? o->buf + o->len : NULL, room, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        o->len += (size_t)n;
+}
+
+/* The pool label value, escaped as the format requires. */
+static void label(const char *name, char *dst, size_t cap) {
+    size_t j = 0;
+    for (const char *s = name; *s && j + 3 < cap; s++) {
+        if (*s == '\\' || *s == '"' || *s == '\n') {
+            dst[j++] = '\\';
+            dst[j++] = *s == '\n' ? 'n' : *s;
+        } else {
+            dst[j++] = *s;
+        }
+    }
+    dst[j] = '\0';
+}
+
+static void metric(out *o, const char *name, const char *type,
+                   const char *help) {
+    emit(o, "# HELP tether_pool_%s %s\n# TYPE tether_pool_%s %s\n", name, help,
+         name, type);
+}
+
+static void gauges(out *o, const char *l, const tether_pool_metrics *m) {
+    metric(o, "connections", "gauge", "Connections by state.");
+    emit(o,
+         "tether_pool_connections{pool=\"%s\",state=\"idle\"} %d\n"
+         "tether_pool_connections{pool=\"%s\",state=\"in_use\"} %d\n"
+         "tether_pool_connections{pool=\"%s\",state=\"creating\"} %d\n",
+         l, m->idle, l, m->in_use, l, m->creating);
+    metric(o, "connections_total", "gauge", "Connections open or opening.");
+    emit(o, "tether_pool_connections_total{pool=\"%s\"} %d\n", l, m->total);
+    metric(o, "max_connections", "gauge", "Configured max_size.");
+    emit(o, "tether_pool_max_connections{pool=\"%s\"} %d\n", l, m->max_size);
+    metric(o, "waiters", "gauge", "Callers waiting for a connection.");
+    emit(o, "tether_pool_waiters{pool=\"%s\"} %d\n", l, m->waiters);
+    metric(o, "breaker_open", "gauge",
+           "1 while the connect breaker is not closed.");
+    emit(o, "tether_pool_breaker_open{pool=\"%s\",state=\"%s\"} %d\n", l,
+         tether_breaker_state_name(m->breaker_state),
+         m->breaker_state != TETHER_BREAKER_CLOSED);
+}
+
+static void counter(out *o, const char *l, const char *name, const char *help,
+                    uint64_t v) {
+    metric(o, name, "counter", help);
+    emit(o, "tether_pool_%s{pool=\"%s\"} %llu\n", name, l,
+         (unsigned long long)v);
+}
+
+static void counters(out *o, const char *l, const tether_pool_metrics *m) {
+    counter(o, l, "acquires_total", "Connections handed out.", m->acquires);
+    counter(o, l, "created_total", "Connections created.", m->created);
+    counter(o, l, "connect_failures_total", "Failed connection attempts.",
+            m->connect_failures);
+    metric(o, "closed_total", "counter", "Connections closed, by reason.");
+    const char *why[] = {"idle",       "lifetime", "broken",    "cleared",
+                         "validation", "reset",    "discarded", "shutdown"};
+    const uint64_t v[] = {m->closed_idle,       m->closed_lifetime,
+                          m->closed_broken,     m->closed_cleared,
+                          m->closed_validation, m->closed_reset,
+                          m->closed_discarded,  m->closed_shutdown};
+    for (int i = 0; i < 8; i++)
+        emit(o, "tether_pool_closed_total{pool=\"%s\",reason=\"%s\"} %llu\n", l,
+             why[i], (unsigned long long)v[i]);
+    counter(o, l, "timeouts_total", "Acquires that timed out.", m->timeouts);
+    counter(o, l, "queue_full_total", "Acquires refused: wait queue full.",
+            m->queue_full);
+    counter(o, l, "breaker_rejections_total",
+            "Acquires refused during a blocking period.",
+            m->breaker_rejections);
+    counter(o, l, "retries_total", "Retries made by tether_pool_run.",
+            m->retries);
+    counter(o, l, "leaks_total", "Leases reported as possible leaks.",
+            m->leaks);
+}
+
+static void histogram(out *o, const char *l, const tether_pool_metrics *m) {
+    metric(o, "acquire_seconds", "histogram",
+           "Acquire latency (immediate acquires counted in the first "
+           "bucket untimed).");
+    uint64_t cum = 0;
+    for (int i = 0; i < TETHER_HIST_BUCKETS; i++) {
+        cum += m->hist[i];
+        if (bounds_us[i] == INT64_MAX)
+            emit(o,
+                 "tether_pool_acquire_seconds_bucket{pool=\"%s\","
+                 "le=\"+Inf\"} %llu\n",
+                 l, (unsigned long long)cum);
+        else
+            emit(o,
+                 "tether_pool_acquire_seconds_bucket{pool=\"%s\","
+                 "le=\"%g\"} %llu\n",
+                 l, (double)bounds_us[i] / 1e6, (unsigned long long)cum);
+    }
+    emit(o, "tether_pool_acquire_seconds_sum{pool=\"%s\"} %g\n", l,
+         (double)m->hist_sum_us / 1e6);
+    emit(o, "tether_pool_acquire_seconds_count{pool=\"%s\"} %llu\n", l,
+         (unsigned long long)cum);
+}
+
+size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf, size_t cap) {
+    tether_pool_metrics m;
+    tether_pool_metrics_get(p, &m);
+    char l[256];
+    label(p->name, l, sizeof(l));
+    out o = {buf, cap, 0};
+    if (buf && cap)
+        buf[0] = '\0';
+    gauges(&o, l, &m);
+    counters(&o, l, &m);
+    histogram(&o, l, &m);
+    return o.len;
+}

@@ -1,0 +1,758 @@
+/* pool.c - the connection pool: create, acquire, release, the FIFO wait
+ * queue, clear and close. The fast path (an idle connection is there and
+ * nobody waits) takes no lock and allocates nothing: one CAS on the slot's
+ * state to take it, one exchange to give it back. See docs/pool.md. */
+#include "pool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TLS_WAYS 4
+
+/* Per-thread affinity: the slot this thread last released, per pool id. */
+typedef struct tls_entry {
+    uint64_t pool_id;
+    tether_lease *slot;
+} tls_entry;
+
+/* initial-exec: a plain %fs-relative load, no __tls_get_addr call on the
+ * fast path of the shared library. */
+static _Thread_local tls_entry tls_cache[TLS_WAYS]
+    __attribute__((tls_model("initial-exec")));
+static _Atomic uint64_t next_pool_id = 1;
+
+static int64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t tether__pool_now(const tether_pool *p) {
+    if (p->real_clock)
+        return tether__ticker_ms();
+    return tether__now_ms(p->o.clock);
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+void tether_pool_opts_init(tether_pool_opts *o) {
+    memset(o, 0, sizeof(*o));
+    o->name = "pool";
+    o->max_size = 10;
+    o->max_creating = 2;
+    o->acquire_timeout_ms = 15000;
+    o->max_waiters = 1024;
+    o->barge_limit_us = 1000;
+    o->validate_idle_ms = 500;
+    o->validate_timeout_ms = 5000;
+    o->keepalive_ms = 120000;
+    o->idle_timeout_ms = 240000;
+    o->max_lifetime_ms = 1800000;
+    o->use_breaker = 1;
+    tether_breaker_preset("blocking-period", &o->breaker, NULL);
+    tether_retry_opts_init(&o->retry);
+    o->retry.backoff.base_ms = 50;
+    o->retry.backoff.max_ms = 1000;
+    o->retry.max_attempts = 3;
+    o->retry.deadline_ms = 0; /* 0 here: the acquire timeout at create */
+}
+
+static int bad_opt(tether_error *err, const char *field, long long v,
+                   const char *want) {
+    return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                            "pool: bad %s (%lld): %s", field, v, want);
+}
+
+static int check_opts(const tether_pool_opts *o, tether_error *err) {
+    if (!o->driver)
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "pool: driver is required");
+    if (o->max_size < 1 || o->max_size > 100000)
+        return bad_opt(err, "max_size", o->max_size, "want 1..100000");
+    if (o->min_size < 0 || o->min_size > o->max_size)
+        return bad_opt(err, "min_size", o->min_size, "want 0..max_size");
+    if (o->max_creating < 1)
+        return bad_opt(err, "max_creating", o->max_creating, "want >= 1");
+    if (o->acquire_timeout_ms < 0)
+        return bad_opt(err, "acquire_timeout_ms", o->acquire_timeout_ms,
+                       "want >= 0");
+    if (o->max_waiters < 0)
+        return bad_opt(err, "max_waiters", o->max_waiters, "want >= 0");
+    if (o->barge_limit_us < 0)
+        return bad_opt(err, "barge_limit_us", o->barge_limit_us, "want >= 0");
+    const int64_t *ms[] = {&o->validate_idle_ms, &o->validate_timeout_ms,
+                           &o->keepalive_ms,     &o->idle_timeout_ms,
+                           &o->max_lifetime_ms,  &o->leak_threshold_ms};
+    const char *names[] = {"validate_idle_ms", "validate_timeout_ms",
+                           "keepalive_ms",     "idle_timeout_ms",
+                           "max_lifetime_ms",  "leak_threshold_ms"};
+    for (int i = 0; i < 6; i++)
+        if (*ms[i] < 0)
+            return bad_opt(err, names[i], *ms[i], "want >= 0");
+    return 0;
+}
+
+/* ---- create / destroy ---------------------------------------------------- */
+
+static char *dup_or_null(const char *s) {
+    return s ? strdup(s) : NULL;
+}
+
+static int make_policies(tether_pool *p, tether_error *err) {
+    if (p->o.use_breaker) {
+        tether_breaker_opts bo = p->o.breaker;
+        if (!bo.clock)
+            bo.clock = p->o.clock;
+        int rc = tether_breaker_create(&p->breaker, &bo, err);
+        if (rc)
+            return rc;
+    }
+    tether_retry_opts ro = p->o.retry;
+    if (ro.deadline_ms == 0)
+        ro.deadline_ms = p->o.acquire_timeout_ms;
+    if (!ro.clock)
+        ro.clock = p->o.clock;
+    if (!ro.log) {
+        ro.log = p->o.log;
+        ro.log_ctx = p->o.log_ctx;
+    }
+    return tether_retry_create(&p->retry, &ro, err);
+}
+
+static int init_sync(tether_pool *p) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int rc = pthread_mutex_init(&p->lock, NULL) ||
+             pthread_cond_init(&p->drained, &ca);
+    pthread_condattr_destroy(&ca);
+    return rc;
+}
+
+static void free_pool(tether_pool *p) {
+    tether_breaker_destroy(p->breaker);
+    tether_retry_destroy(p->retry);
+    free(p->slots);
+    free(p->conninfo);
+    free(p->name);
+    free(p->reset_query);
+    free(p);
+}
+
+static int alloc_pool(tether_pool **out, const tether_pool_opts *o,
+                      tether_error *err) {
+    tether_pool *p = aligned_alloc(64, sizeof(*p));
+    if (!p)
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                NULL);
+    memset(p, 0, sizeof(*p));
+    p->o = *o;
+    p->nslots = o->max_size;
+    size_t bytes = sizeof(tether_lease) * (size_t)p->nslots;
+    p->slots = aligned_alloc(64, bytes);
+    p->conninfo = dup_or_null(o->conninfo);
+    p->name = dup_or_null(o->name ? o->name : "pool");
+    p->reset_query = dup_or_null(o->reset_query);
+    *out = p;
+    if (!p->slots || !p->name || (o->conninfo && !p->conninfo) ||
+        (o->reset_query && !p->reset_query))
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                NULL);
+    memset(p->slots, 0, bytes);
+    return 0;
+}
+
+int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
+                       tether_error *err) {
+    *out = NULL;
+    if (!o)
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "pool: options are required");
+    int rc = check_opts(o, err);
+    tether_pool *p = NULL;
+    if (rc == 0)
+        rc = alloc_pool(&p, o, err);
+    if (rc == 0)
+        rc = make_policies(p, err);
+    if (rc == 0 && init_sync(p))
+        rc = tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                              "pool: cannot initialize locks");
+    if (rc) {
+        if (p)
+            free_pool(p);
+        return rc;
+    }
+    p->drv = o->driver;
+    p->id = atomic_fetch_add(&next_pool_id, 1);
+    p->real_clock = !o->clock || o->clock == tether_clock_real();
+    p->o.conninfo = p->conninfo;
+    p->o.name = p->name;
+    p->o.reset_query = p->reset_query;
+    tether__rng_seed(&p->rng, o->seed);
+    p->retire_gap_ms = o->max_lifetime_ms * 15 / 100 / o->max_size;
+    for (int i = 0; i < p->nslots; i++) {
+        p->slots[i].pool = p;
+        atomic_init(&p->slots[i].acquired_ms, NOT_HELD);
+    }
+    tether__hk_register(p);
+    tether__pool_fill(p);
+    *out = p;
+    return 0;
+}
+
+void tether_pool_destroy(tether_pool *p) {
+    if (!p)
+        return;
+    tether_pool_close(p, -1, NULL);
+    tether__hk_unregister(p);
+    pthread_mutex_lock(&p->lock);
+    while (p->bg > 0 || p->total > 0)
+        pthread_cond_wait(&p->drained, &p->lock);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < TLS_WAYS; i++)
+        if (tls_cache[i].pool_id == p->id)
+            tls_cache[i].pool_id = 0;
+    pthread_cond_destroy(&p->drained);
+    pthread_mutex_destroy(&p->lock);
+    free_pool(p);
+}
+
+/* ---- the wait queue (lock held) ----------------------------------------- */
+
+static void queue_push(tether_pool *p, waiter *w) {
+    w->next = NULL;
+    w->prev = p->tail;
+    if (p->tail) {
+        p->tail->next = w;
+    } else {
+        p->head = w;
+        atomic_store(&p->head_since_ns, mono_ns());
+    }
+    p->tail = w;
+    p->nqueued++;
+    atomic_fetch_add(&p->waiters, 1); /* seq_cst: see put_idle */
+}
+
+static void queue_remove(tether_pool *p, waiter *w) {
+    if (w->prev) {
+        w->prev->next = w->next;
+    } else {
+        /* A new head: its time of being passed over starts now, and it
+         * starts polling for idle connections (barging mode). */
+        p->head = w->next;
+        atomic_store(&p->head_since_ns, p->head ? mono_ns() : 0);
+        if (p->head && p->o.barge_limit_us > 0)
+            pthread_cond_signal(&p->head->cv);
+    }
+    if (w->next)
+        w->next->prev = w->prev;
+    else
+        p->tail = w->prev;
+    w->next = w->prev = NULL;
+    p->nqueued--;
+    atomic_fetch_sub(&p->waiters, 1);
+}
+
+/* Hand capacity (room for one more connection) to the first waiters: the
+ * reservation is made here, the waiter creates the connection. */
+static void grant_capacity_locked(tether_pool *p) {
+    while (p->head && p->total < p->o.max_size &&
+           p->creating < p->o.max_creating) {
+        waiter *w = p->head;
+        queue_remove(p, w);
+        p->total++;
+        p->creating++;
+        w->wake = WAKE_CREATE;
+        pthread_cond_signal(&w->cv);
+    }
+}
+
+static int head_overdue_slow(tether_pool *p) {
+    if (p->o.barge_limit_us == 0)
+        return 1;
+    int64_t since =
+        atomic_load_explicit(&p->head_since_ns, memory_order_relaxed);
+    return since != 0 && mono_ns() - since >= p->o.barge_limit_us * 1000;
+}
+
+/* Whether arrivals must leave idle connections to the waiters: always when
+ * someone waits in strict FIFO mode (barge_limit_us 0), else once the
+ * first waiter has been passed over for barge_limit_us. */
+static inline int head_overdue(tether_pool *p) {
+    if (atomic_load_explicit(&p->waiters, memory_order_relaxed) == 0)
+        return 0;
+    return head_overdue_slow(p);
+}
+
+/* ---- slots --------------------------------------------------------------- */
+
+static tether_lease *take_idle(tether_pool *p) {
+    tls_entry *t = &tls_cache[p->id % TLS_WAYS];
+    if (t->pool_id == p->id) {
+        tether_lease *s = t->slot;
+        int e = SLOT_IDLE;
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) ==
+                SLOT_IDLE &&
+            atomic_compare_exchange_strong(&s->state, &e, SLOT_USED))
+            return s;
+    }
+    int n = p->nslots;
+    int start = (int)(((uintptr_t)t >> 6) % (uintptr_t)n);
+    for (int i = 0; i < n; i++) {
+        tether_lease *s = &p->slots[(start + i) % n];
+        int e = SLOT_IDLE;
+        if (atomic_load_explicit(&s->state, memory_order_relaxed) ==
+                SLOT_IDLE &&
+            atomic_compare_exchange_strong(&s->state, &e, SLOT_USED))
+            return s;
+    }
+    return NULL;
+}
+
+static void remember(tether_pool *p, tether_lease *s) {
+    tls_entry *t = &tls_cache[p->id % TLS_WAYS];
+    t->pool_id = p->id;
+    t->slot = s;
+}
+
+static void relaxed_inc(_Atomic uint64_t *c) {
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+/* Check an owned slot before handing it out. Returns 0 when it is good,
+ * 1 when it was good after a round-trip validation (its duration in
+ * *validate_us), -1 when it was discarded (the caller looks for
+ * another). */
+static int checkout(tether_pool *p, tether_lease *s, const char *file, int line,
+                    int64_t *validate_us) {
+    int64_t now = tether__pool_now(p);
+    int validated = 0;
+    if (s->gen != atomic_load_explicit(&p->gen, memory_order_relaxed)) {
+        tether__pool_discard(
+            p, s, atomic_load(&p->closing) ? CLOSE_SHUTDOWN : CLOSE_CLEARED);
+        return -1;
+    }
+    if (s->expire_ms <= now) {
+        int64_t next = atomic_load(&p->next_retire_ms);
+        if (now >= next &&
+            atomic_compare_exchange_strong(&p->next_retire_ms, &next,
+                                           now + p->retire_gap_ms)) {
+            tether__pool_discard(p, s, CLOSE_LIFETIME);
+            return -1;
+        }
+    }
+    if (!p->drv->alive(s->conn)) {
+        tether__pool_discard(p, s, CLOSE_BROKEN);
+        return -1;
+    }
+    if (now - s->checked_ms > p->o.validate_idle_ms) {
+        int64_t t0 = mono_ns();
+        int bad = p->drv->validate(s->conn, p->o.validate_timeout_ms, NULL);
+        if (validate_us)
+            *validate_us = (mono_ns() - t0) / 1000;
+        if (bad) {
+            tether__pool_discard(p, s, CLOSE_VALIDATION);
+            return -1;
+        }
+        s->checked_ms = now;
+        validated = 1;
+    }
+    if (p->o.leak_threshold_ms > 0) {
+        atomic_store_explicit(&s->file, file, memory_order_relaxed);
+        atomic_store_explicit(&s->line, line, memory_order_relaxed);
+        atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->acquired_ms, now, memory_order_release);
+    }
+    return validated;
+}
+
+void tether__pool_discard(tether_pool *p, tether_lease *s, close_reason why) {
+    void *conn = s->conn;
+    s->conn = NULL;
+    s->handle = NULL;
+    if (conn)
+        p->drv->close(conn);
+    atomic_fetch_add(&p->closed[why], 1);
+    atomic_fetch_add(&p->retired_quick, atomic_load(&s->quick));
+    atomic_store(&s->quick, 0);
+    atomic_store(&s->acquired_ms, NOT_HELD);
+    pthread_mutex_lock(&p->lock);
+    atomic_store(&s->state, SLOT_FREE);
+    p->total--;
+    if (!atomic_load(&p->closing))
+        grant_capacity_locked(p);
+    pthread_cond_broadcast(&p->drained);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Give an owned slot to the first waiter. Returns 1 if one took it. */
+static int handoff(tether_pool *p, tether_lease *s) {
+    int done = 0;
+    pthread_mutex_lock(&p->lock);
+    waiter *w = p->head;
+    if (w) {
+        queue_remove(p, w);
+        w->given = s;
+        pthread_cond_signal(&w->cv);
+        done = 1;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return done;
+}
+
+void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
+    if (head_overdue(p) && handoff(p, s))
+        return;
+    /* The exchange is a full barrier: either a waiter that queued before it
+     * is seen below, or that waiter's own rescan (after it queued) sees
+     * this slot idle. In barging mode the first waiter also polls every
+     * barge_limit_us, so no wake-up is lost for longer than that. */
+    atomic_exchange(&s->state, SLOT_IDLE);
+    while (head_overdue(p)) {
+        int e = SLOT_IDLE;
+        if (!atomic_compare_exchange_strong(&s->state, &e, SLOT_USED))
+            return; /* someone took it */
+        if (handoff(p, s))
+            return;
+        atomic_exchange(&s->state, SLOT_IDLE);
+    }
+}
+
+/* ---- creating connections ------------------------------------------------ */
+
+/* Claim a free slot for a creation already counted in total/creating. */
+static tether_lease *claim_free_locked(tether_pool *p) {
+    for (int i = 0; i < p->nslots; i++) {
+        tether_lease *s = &p->slots[i];
+        if (atomic_load(&s->state) == SLOT_FREE) {
+            atomic_store(&s->state, SLOT_CREATING);
+            return s;
+        }
+    }
+    return NULL; /* cannot happen while total <= nslots */
+}
+
+static void setup_slot(tether_pool *p, tether_lease *s, void *conn) {
+    int64_t now = tether__pool_now(p);
+    pthread_mutex_lock(&p->lock);
+    double life = 0.85 + 0.15 * tether__rng_double(&p->rng);
+    double idle = 1.0 + tether__rng_double(&p->rng);
+    pthread_mutex_unlock(&p->lock);
+    s->conn = conn;
+    s->handle = p->drv->handle(conn);
+    s->gen = atomic_load(&p->gen);
+    s->created_ms = s->last_used_ms = s->checked_ms = now;
+    s->expire_ms = p->o.max_lifetime_ms
+                       ? now + (int64_t)((double)p->o.max_lifetime_ms * life)
+                       : INT64_MAX;
+    s->idle_limit_ms = (int64_t)((double)p->o.idle_timeout_ms * idle);
+}
+
+int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
+                                 tether_lease **out, tether_error *err) {
+    *out = NULL;
+    int permit = TETHER_PERMIT_CALL;
+    if (p->breaker) {
+        permit = tether_breaker_allow(p->breaker, err);
+        if (permit == TETHER_EOPEN)
+            atomic_fetch_add(&p->breaker_rejections, 1);
+    }
+    void *conn = NULL;
+    int rc = permit == TETHER_EOPEN
+                 ? TETHER_EOPEN
+                 : tether__driver_connect(p->drv, p->o.driver_ctx, p->conninfo,
+                                          budget_ms, p->o.clock, &conn, err);
+    if (p->breaker && permit != TETHER_EOPEN)
+        tether_breaker_record(p->breaker, permit, rc == 0, err);
+    pthread_mutex_lock(&p->lock);
+    p->creating--;
+    tether_lease *s = rc == 0 ? claim_free_locked(p) : NULL;
+    if (rc != 0)
+        p->total--;
+    if (!atomic_load(&p->closing))
+        grant_capacity_locked(p);
+    pthread_cond_broadcast(&p->drained);
+    pthread_mutex_unlock(&p->lock);
+    if (rc != 0) {
+        if (rc != TETHER_EOPEN)
+            atomic_fetch_add(&p->connect_failures, 1);
+        return rc;
+    }
+    atomic_store(&s->state, SLOT_USED);
+    setup_slot(p, s, conn);
+    atomic_fetch_add(&p->created, 1);
+    *out = s;
+    return 0;
+}
+
+/* ---- acquire ------------------------------------------------------------- */
+
+typedef struct acq {
+    tether_pool *p;
+    int64_t start_ns, deadline_ns;
+    const char *file;
+    int line;
+    tether_error *err;
+} acq;
+
+static int64_t left_ms(const acq *a) {
+    int64_t ns = a->deadline_ns - mono_ns();
+    return ns <= 0 ? 0 : (ns + 999999) / 1000000;
+}
+
+/* Give back a creation reservation that is not needed after all. */
+static void unreserve(tether_pool *p) {
+    pthread_mutex_lock(&p->lock);
+    p->total--;
+    p->creating--;
+    grant_capacity_locked(p);
+    pthread_cond_broadcast(&p->drained);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Sleep once (lock held) until woken, the deadline, or, for the first
+ * waiter in barging mode, the next poll. Returns 0 at the deadline. */
+static int sleep_turn(acq *a, waiter *w) {
+    tether_pool *p = a->p;
+    int64_t until = a->deadline_ns;
+    if (p->head == w && p->o.barge_limit_us > 0)
+        until = TETHER__MIN(until, mono_ns() + p->o.barge_limit_us * 1000);
+    struct timespec ts = {(time_t)(until / 1000000000LL),
+                          (long)(until % 1000000000LL)};
+    pthread_cond_timedwait(&w->cv, &p->lock, &ts);
+    return w->given || w->wake || mono_ns() < a->deadline_ns;
+}
+
+/* Wait in the queue until handed a slot, granted capacity, closed or the
+ * deadline. Returns 1 with *got set, 0 to go round again, <0 on error. */
+static int wait_turn(acq *a, tether_lease **got) {
+    tether_pool *p = a->p;
+    waiter w;
+    memset(&w, 0, sizeof(w));
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.cv, &ca);
+    pthread_condattr_destroy(&ca);
+    queue_push(p, &w);
+    pthread_mutex_unlock(&p->lock);
+    /* Rescan after publishing ourselves: a release that ran before it
+     * published its slot as idle without seeing us. */
+    tether_lease *s = take_idle(p);
+    pthread_mutex_lock(&p->lock);
+    while (!s && !w.given && !w.wake && sleep_turn(a, &w))
+        if (p->head == &w && p->o.barge_limit_us > 0) {
+            pthread_mutex_unlock(&p->lock);
+            s = take_idle(p); /* the first waiter polls */
+            pthread_mutex_lock(&p->lock);
+        }
+    if (!w.given && !w.wake)
+        queue_remove(p, &w);
+    pthread_mutex_unlock(&p->lock);
+    pthread_cond_destroy(&w.cv);
+    if (s) { /* found by the rescan: give back anything granted since */
+        if (w.given)
+            tether__pool_put_idle(p, w.given);
+        if (w.wake == WAKE_CREATE)
+            unreserve(p);
+        *got = s;
+        return 1;
+    }
+    if (w.given) {
+        *got = w.given;
+        return 1;
+    }
+    if (w.wake == WAKE_CREATE)
+        return tether__pool_create_reserved(p, left_ms(a), got, a->err) == 0
+                   ? 1
+                   : -1;
+    if (w.wake == WAKE_CLOSED || atomic_load(&p->closing))
+        return tether_error_set(a->err, TETHER_ECLOSED, TETHER_CLASS_PERMANENT,
+                                "pool %s is closed", p->name);
+    return 0;
+}
+
+/* One round of the slow path, entered with the lock held. Returns 1 with
+ * *got, 0 to go round again, <0 on error (the lock is released). */
+static int slow_round(acq *a, tether_lease **got) {
+    tether_pool *p = a->p;
+    grant_capacity_locked(p); /* earlier arrivals first */
+    if (p->total < p->o.max_size && p->creating < p->o.max_creating &&
+        p->nqueued == 0) {
+        p->total++;
+        p->creating++;
+        pthread_mutex_unlock(&p->lock);
+        int rc = tether__pool_create_reserved(p, left_ms(a), got, a->err);
+        return rc == 0 ? 1 : rc;
+    }
+    if (p->nqueued >= p->o.max_waiters) {
+        pthread_mutex_unlock(&p->lock);
+        atomic_fetch_add(&p->queue_full, 1);
+        return tether_error_set(
+            a->err, TETHER_EQUEUEFULL, TETHER_CLASS_THROTTLED,
+            "pool %s: %d callers already waiting", p->name, p->o.max_waiters);
+    }
+    return wait_turn(a, got);
+}
+
+static int timed_out(acq *a) {
+    atomic_fetch_add(&a->p->timeouts, 1);
+    return tether_error_set(
+        a->err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
+        "pool %s: no connection within %lld ms (%d in use, %d waiting)",
+        a->p->name, (long long)((a->deadline_ns - a->start_ns) / 1000000),
+        a->p->total, atomic_load(&a->p->waiters));
+}
+
+static int acquire_slow(acq *a, tether_lease **out) {
+    tether_pool *p = a->p;
+    for (;;) {
+        if (atomic_load(&p->closing))
+            return tether_error_set(a->err, TETHER_ECLOSED,
+                                    TETHER_CLASS_PERMANENT, "pool %s is closed",
+                                    p->name);
+        tether_lease *s = take_idle(p);
+        if (!s) {
+            if (mono_ns() >= a->deadline_ns)
+                return timed_out(a);
+            pthread_mutex_lock(&p->lock);
+            int rc = slow_round(a, &s);
+            if (rc < 0)
+                return rc;
+            if (rc == 0)
+                continue;
+        }
+        if (checkout(p, s, a->file, a->line, NULL) >= 0) {
+            *out = s;
+            return 0;
+        }
+    }
+}
+
+int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
+                           tether_lease **out, tether_error *err,
+                           const char *file, int line) {
+    *out = NULL;
+    /* No closed check here: close bumps the generation, so checkout
+     * discards whatever the fast path finds; the slow path reports it. */
+    if (!head_overdue(p)) {
+        tether_lease *s;
+        int64_t us = 0;
+        while ((s = take_idle(p)) != NULL) {
+            int rc = checkout(p, s, file, line, &us);
+            if (rc == 0)
+                relaxed_inc(&s->quick);
+            else if (rc > 0) /* timed by its validation round trip */
+                tether__hist_record(p, us);
+            if (rc >= 0) {
+                *out = s;
+                return 0;
+            }
+        }
+    }
+    if (timeout_ms < 0)
+        timeout_ms = p->o.acquire_timeout_ms;
+    acq a = {p, mono_ns(), 0, file, line, err};
+    a.deadline_ns = a.start_ns + timeout_ms * 1000000LL;
+    int rc = acquire_slow(&a, out);
+    if (rc == 0)
+        tether__hist_record(p, (mono_ns() - a.start_ns) / 1000);
+    return rc;
+}
+
+/* ---- release ------------------------------------------------------------- */
+
+static close_reason release_verdict(tether_pool *p, tether_lease *s) {
+    int rc = p->drv->reset(s->conn, p->reset_query, NULL);
+    if (rc < 0)
+        return CLOSE_RESET;
+    if (rc == TETHER__FATAL) {
+        tether_pool_clear(p);
+        return CLOSE_CLEARED;
+    }
+    if (s->gen != atomic_load_explicit(&p->gen, memory_order_relaxed))
+        return atomic_load(&p->closing) ? CLOSE_SHUTDOWN : CLOSE_CLEARED;
+    return CLOSE_NREASONS; /* keep it */
+}
+
+void tether_lease_release(tether_lease *s) {
+    tether_pool *p = s->pool;
+    close_reason why = release_verdict(p, s);
+    if (why != CLOSE_NREASONS) {
+        tether__pool_discard(p, s, why);
+        return;
+    }
+    int64_t now = tether__pool_now(p);
+    s->last_used_ms = s->checked_ms = now;
+    if (p->o.leak_threshold_ms > 0)
+        atomic_store_explicit(&s->acquired_ms, NOT_HELD, memory_order_relaxed);
+    remember(p, s);
+    tether__pool_put_idle(p, s);
+}
+
+void tether_lease_discard(tether_lease *s) {
+    tether__pool_discard(s->pool, s, CLOSE_DISCARDED);
+}
+
+void *tether_lease_handle(const tether_lease *s) {
+    return s->handle;
+}
+
+/* ---- clear and close ----------------------------------------------------- */
+
+/* Discard every idle connection that fails keep(p, s). */
+static void sweep_idle(tether_pool *p, close_reason why) {
+    for (int i = 0; i < p->nslots; i++) {
+        tether_lease *s = &p->slots[i];
+        int e = SLOT_IDLE;
+        if (atomic_compare_exchange_strong(&s->state, &e, SLOT_RESERVED))
+            tether__pool_discard(p, s, why);
+    }
+}
+
+void tether_pool_clear(tether_pool *p) {
+    atomic_fetch_add(&p->gen, 1);
+    sweep_idle(p, CLOSE_CLEARED);
+}
+
+static void wake_all_closed(tether_pool *p) {
+    pthread_mutex_lock(&p->lock);
+    while (p->head) {
+        waiter *w = p->head;
+        queue_remove(p, w);
+        w->wake = WAKE_CLOSED;
+        pthread_cond_signal(&w->cv);
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+int tether_pool_close(tether_pool *p, int64_t wait_ms, tether_error *err) {
+    atomic_store(&p->closing, 1);
+    atomic_fetch_add(&p->gen, 1); /* what the fast path finds is stale */
+    wake_all_closed(p);
+    sweep_idle(p, CLOSE_SHUTDOWN);
+    int64_t deadline = wait_ms < 0 ? -1 : mono_ns() + wait_ms * 1000000LL;
+    struct timespec ts = {(time_t)(deadline / 1000000000LL),
+                          (long)(deadline % 1000000000LL)};
+    int rc = 0;
+    pthread_mutex_lock(&p->lock);
+    while (p->total > 0 && rc == 0) {
+        if (deadline < 0)
+            pthread_cond_wait(&p->drained, &p->lock);
+        else if (pthread_cond_timedwait(&p->drained, &p->lock, &ts) ==
+                 ETIMEDOUT)
+            rc = TETHER_ETIMEDOUT;
+    }
+    int left = p->total;
+    pthread_mutex_unlock(&p->lock);
+    sweep_idle(p, CLOSE_SHUTDOWN); /* created while we waited */
+    if (rc)
+        return tether_error_set(err, rc, TETHER_CLASS_TRANSIENT,
+                                "pool %s: %d connections still leased after "
+                                "%lld ms",
+                                p->name, left, (long long)wait_ms);
+    return 0;
+}

@@ -1,0 +1,161 @@
+/* pool.h - the pool's internal structures, shared by pool.c (acquire,
+ * release, waiters), housekeeper.c (the one background thread), metrics.c
+ * and run.c. The design is in docs/pool.md. */
+#ifndef TETHER_POOL_H
+#define TETHER_POOL_H
+
+#include "driver.h"
+#include "internal.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+/* Slot states. A slot holds at most one connection. */
+enum {
+    SLOT_FREE = 0, /* no connection */
+    SLOT_CREATING, /* reserved for a connection being created */
+    SLOT_IDLE,     /* connection available */
+    SLOT_USED,     /* leased, or being checked out / handed off */
+    SLOT_RESERVED  /* taken by housekeeping */
+};
+
+#define NOT_HELD INT64_MIN /* acquired_ms of a slot nobody holds */
+
+/* Why a connection was closed (metrics). */
+typedef enum close_reason {
+    CLOSE_IDLE = 0,
+    CLOSE_LIFETIME,
+    CLOSE_BROKEN,
+    CLOSE_CLEARED,
+    CLOSE_VALIDATION,
+    CLOSE_RESET,
+    CLOSE_DISCARDED,
+    CLOSE_SHUTDOWN,
+    CLOSE_NREASONS
+} close_reason;
+
+/* A slot is the lease handle: acquiring hands out a pointer to it, so the
+ * fast path allocates nothing. One slot per possible connection, each on
+ * its own cache lines. Fields other than state are written only by the
+ * thread that owns the slot (state USED, RESERVED or CREATING); fields the
+ * housekeeper reads while another thread holds the slot are atomics. */
+struct tether_lease {
+    _Atomic int state;
+    uint32_t gen; /* pool generation at creation */
+    tether_pool *pool;
+    void *conn;
+    void *handle;
+    int64_t created_ms;
+    int64_t expire_ms;     /* lifetime end; INT64_MAX = none */
+    int64_t idle_limit_ms; /* this connection's idle timeout */
+    int64_t last_used_ms;  /* when last released */
+    int64_t checked_ms;    /* when last known good (release, validation) */
+    _Atomic int64_t acquired_ms; /* leak detection: NOT_HELD or when */
+    const char *_Atomic file;    /* where it was acquired */
+    _Atomic int line;
+    _Atomic int leak_reported;
+    _Atomic uint64_t quick; /* acquires served at once (histogram 0),
+                               written only by the holder */
+} __attribute__((aligned(64)));
+
+/* A thread waiting in the FIFO queue; lives on the waiter's stack. */
+typedef struct waiter {
+    pthread_cond_t cv;
+    struct waiter *next, *prev;
+    tether_lease *given; /* a connection handed over */
+    int wake;            /* WAKE_* reason when not given a connection */
+} waiter;
+
+enum { WAKE_NONE = 0, WAKE_CREATE, WAKE_CLOSED };
+
+struct tether_pool {
+    /* Read-mostly: configuration and handles. */
+    tether_pool_opts o;
+    const tether_driver *drv;
+    uint64_t id;
+    int real_clock;
+    int nslots;
+    tether_lease *slots;
+    tether_breaker *breaker;
+    tether_retry *retry;
+    char *conninfo, *name, *reset_query;
+
+    /* Written on every wait: a line of its own. */
+    _Alignas(64) _Atomic int waiters;
+    _Atomic int64_t head_since_ns; /* when the first waiter became first */
+    _Atomic uint32_t gen;
+    _Atomic int closing;
+
+    /* The slow path: everything below is guarded by lock. */
+    _Alignas(64) pthread_mutex_t lock;
+    pthread_cond_t drained; /* total or background creators changed */
+    waiter *head, *tail;
+    int nqueued;
+    int total;    /* slots not FREE */
+    int creating; /* creations in progress */
+    int bg;       /* background creator threads alive */
+    tether__rng rng;
+    _Atomic int64_t next_retire_ms; /* lifetime retirements are spaced */
+    int64_t retire_gap_ms;
+
+    /* Counters (slow path only). */
+    _Atomic uint64_t created, connect_failures, timeouts, queue_full,
+        breaker_rejections, leaks, retired_quick;
+    _Atomic uint64_t closed[CLOSE_NREASONS];
+    _Atomic uint64_t hist[TETHER_HIST_BUCKETS];
+    _Atomic uint64_t hist_sum_us;
+
+    /* Housekeeper list link (guarded by the housekeeper's lock). */
+    tether_pool *hk_next;
+};
+
+/* tether__pool_now returns the pool's time in ms: the shared ticker for the
+ * real clock (cheap), the configured clock otherwise. */
+int64_t tether__pool_now(const tether_pool *p);
+
+/* tether__pool_discard closes s's connection and frees the slot. The caller
+ * owns s (USED, RESERVED or CREATING with a connection). */
+void tether__pool_discard(tether_pool *p, tether_lease *s, close_reason why);
+
+/* tether__pool_put_idle makes an owned, healthy slot available: handed to
+ * the first waiter, or marked idle. */
+void tether__pool_put_idle(tether_pool *p, tether_lease *s);
+
+/* tether__pool_create_reserved creates a connection for a reservation
+ * already counted in total and creating (released on failure). On success
+ * the slot is returned in state USED. */
+int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
+                                 tether_lease **out, tether_error *err);
+
+/* tether__pool_fill starts background creations up to min_size. */
+void tether__pool_fill(tether_pool *p);
+
+/* tether__pool_housekeep runs one housekeeping pass over p now: idle
+ * timeout, lifetime, keepalive, leak reports, refill to min. Tests call it
+ * directly with a virtual clock. */
+void tether__pool_housekeep(tether_pool *p);
+
+/* tether__hist_record counts one timed acquire of us microseconds. */
+void tether__hist_record(tether_pool *p, int64_t us);
+
+/* Housekeeper: one thread for every pool, and the coarse ticker. */
+void tether__hk_register(tether_pool *p);
+void tether__hk_unregister(tether_pool *p);
+
+/* The coarse time the housekeeper publishes every 10 ms (ms, monotonic),
+ * valid while tether__ticker_on. */
+extern _Atomic int64_t tether__ticker;
+extern _Atomic int tether__ticker_on;
+
+/* tether__coarse_ms reads CLOCK_MONOTONIC_COARSE in ms. */
+int64_t tether__coarse_ms(void);
+
+/* tether__ticker_ms returns the published time, or reads the coarse clock
+ * when the housekeeper is not running. Inline: it is on the fast path. */
+static inline int64_t tether__ticker_ms(void) {
+    if (atomic_load_explicit(&tether__ticker_on, memory_order_relaxed))
+        return atomic_load_explicit(&tether__ticker, memory_order_relaxed);
+    return tether__coarse_ms();
+}
+
+#endif

@@ -1,0 +1,43 @@
+/* run.c - tether_pool_run (P11): acquire, call the caller's work, release;
+ * transient failures are retried under the pool's retry policy with the
+ * idempotency rule, and a broken connection is discarded, never returned
+ * to the pool. */
+#include "pool.h"
+
+typedef struct run_ctx {
+    tether_pool *p;
+    tether_work_fn fn;
+    void *arg;
+} run_ctx;
+
+static int run_once(void *arg, const tether_attempt *a, tether_error *err) {
+    run_ctx *c = arg;
+    tether_pool *p = c->p;
+    tether_lease *l = NULL;
+    int rc =
+        tether_pool_acquire_at(p, a->timeout_ms, &l, err, "tether_pool_run", 0);
+    if (rc) {
+        if (err)
+            err->not_sent = 1; /* nothing reached the server */
+        return rc;
+    }
+    rc = c->fn(l->handle, c->arg, a, err);
+    if (rc >= 0) {
+        tether_lease_release(l);
+        return 0;
+    }
+    if (err && err->cls == TETHER_CLASS_NONE)
+        p->drv->classify(l->conn, err);
+    if (rc == TETHER_EBROKEN || !p->drv->alive(l->conn))
+        tether__pool_discard(p, l, CLOSE_BROKEN);
+    else
+        tether_lease_release(l);
+    return rc;
+}
+
+int tether_pool_run(tether_pool *p, unsigned flags, tether_work_fn fn,
+                    void *arg, tether_error *err) {
+    run_ctx c = {p, fn, arg};
+    return tether_retry_run(p->retry, flags & TETHER_IDEMPOTENT, run_once, &c,
+                            err);
+}

@@ -1,0 +1,900 @@
+/* test_pool.c - the pool (P1-P7, P9-P12) over the sim driver: FIFO
+ * waiters, timeout accuracy, queue bound, validation bypass, broken
+ * connections, clear generations, idle and lifetime eviction, the blocking
+ * period, leak reports, close, run() and a threaded stress test with an
+ * ownership marker. Virtual clock where time decides; real time where the
+ * deadline itself is under test. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "pool/pool.h"
+#include "tether.h"
+
+#define MS 1000000LL
+
+typedef struct fixture {
+    tether_sim *sim;
+    tether_pool *pool;
+    tether_vclock *vc;
+} fixture;
+
+static void setup_with(fixture *f, const tether_sim_opts *so,
+                       const tether_pool_opts *po) {
+    tether_error err = {0};
+    assert_int_equal(tether_sim_create(&f->sim, so, &err), 0);
+    tether_pool_opts o = *po;
+    o.driver = tether_driver_sim();
+    o.driver_ctx = f->sim;
+    assert_int_equal(tether_pool_create(&f->pool, &o, &err), 0);
+}
+
+/* A pool on a virtual clock with max connections. */
+static void setup_virtual(fixture *f, int max) {
+    memset(f, 0, sizeof(*f));
+    f->vc = tether_vclock_create(1000 * MS);
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    so.clock = tether_vclock_clock(f->vc);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.max_size = max;
+    po.clock = tether_vclock_clock(f->vc);
+    po.seed = 1;
+    setup_with(f, &so, &po);
+}
+
+static void teardown(fixture *f) {
+    tether_pool_destroy(f->pool);
+    tether_sim_destroy(f->sim);
+    tether_vclock_destroy(f->vc);
+}
+
+static void advance_ms(fixture *f, int64_t ms) {
+    tether_vclock_advance(f->vc, ms * MS);
+}
+
+static tether_lease *must_acquire(tether_pool *p) {
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    int rc = tether_pool_acquire(p, 1000, &l, &err);
+    if (rc)
+        fail_msg("acquire: %s", err.message);
+    assert_non_null(l);
+    return l;
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- basics -------------------------------------------------------------- */
+
+static void test_defaults_and_validation(void **state) {
+    (void)state;
+    tether_pool_opts o;
+    tether_pool_opts_init(&o);
+    assert_int_equal(o.max_size, 10);
+    assert_int_equal(o.acquire_timeout_ms, 15000);
+    assert_int_equal(o.validate_idle_ms, 500);
+    assert_int_equal(o.breaker.open_ms, 5000);
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_create(&p, &o, &err), TETHER_EINVAL);
+    assert_non_null(strstr(err.message, "driver"));
+    o.driver = tether_driver_sim();
+    o.min_size = 20;
+    assert_int_equal(tether_pool_create(&p, &o, &err), TETHER_EINVAL);
+    assert_non_null(strstr(err.message, "min_size"));
+    o.min_size = 0;
+    o.idle_timeout_ms = -1;
+    assert_int_equal(tether_pool_create(&p, &o, &err), TETHER_EINVAL);
+    assert_non_null(strstr(err.message, "idle_timeout_ms"));
+    assert_null(p);
+    tether_pool_destroy(NULL);
+}
+
+static void test_reuse_and_metrics(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 4);
+    tether_lease *a = must_acquire(f.pool);
+    void *h = tether_lease_handle(a);
+    tether_lease_release(a);
+    tether_lease *b = must_acquire(f.pool);
+    assert_ptr_equal(tether_lease_handle(b), h); /* same thread: reused */
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.total, 1);
+    assert_int_equal(m.in_use, 1);
+    assert_int_equal(m.created, 1);
+    assert_int_equal(m.acquires, 2);
+    tether_lease_release(b);
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.idle, 1);
+    assert_int_equal(m.in_use, 0);
+    teardown(&f);
+}
+
+static void test_max_size_and_two_holders(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 3);
+    tether_lease *l[3];
+    for (int i = 0; i < 3; i++)
+        l[i] = must_acquire(f.pool);
+    assert_true(tether_lease_handle(l[0]) != tether_lease_handle(l[1]));
+    assert_true(tether_lease_handle(l[1]) != tether_lease_handle(l[2]));
+    tether_lease *x = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(f.pool, 0, &x, &err),
+                     TETHER_ETIMEDOUT);
+    assert_null(x);
+    tether_sim_stats st;
+    tether_sim_stats_get(f.sim, &st);
+    assert_int_equal(st.open, 3);
+    for (int i = 0; i < 3; i++)
+        tether_lease_release(l[i]);
+    teardown(&f);
+}
+
+/* ---- deadlines and the queue -------------------------------------------- */
+
+static void test_timeout_accuracy(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 1);
+    tether_lease *held = must_acquire(f.pool);
+    const int64_t waits[] = {20, 100, 250};
+    for (int i = 0; i < 3; i++) {
+        tether_lease *x = NULL;
+        tether_error err = {0};
+        int64_t t0 = now_ms();
+        int rc = tether_pool_acquire(f.pool, waits[i], &x, &err);
+        int64_t took = now_ms() - t0;
+        assert_int_equal(rc, TETHER_ETIMEDOUT);
+        assert_non_null(strstr(err.message, "no connection within"));
+        assert_true(took >= waits[i]);
+        assert_true(took <= waits[i] + 30); /* a few ms on a busy box */
+    }
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.timeouts, 3);
+    tether_lease_release(held);
+    teardown(&f);
+}
+
+typedef struct waiter_arg {
+    tether_pool *p;
+    int id;
+    _Atomic int *order;
+    _Atomic int *served;
+    int64_t timeout_ms;
+    int rc;
+} waiter_arg;
+
+static void *waiter_main(void *arg) {
+    waiter_arg *w = arg;
+    tether_lease *l = NULL;
+    w->rc = tether_pool_acquire(w->p, w->timeout_ms, &l, NULL);
+    if (w->rc == 0) {
+        int k = atomic_fetch_add(w->served, 1);
+        w->order[k] = w->id;
+        tether_lease_release(l);
+    }
+    return NULL;
+}
+
+static void wait_for_waiters(tether_pool *p, int n) {
+    for (int i = 0; i < 5000; i++) {
+        tether_pool_metrics m;
+        tether_pool_metrics_get(p, &m);
+        if (m.waiters >= n)
+            return;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("waiters never reached %d", n);
+}
+
+/* Waiters queue in arrival order and are served in that order, in strict
+ * and in barging mode (barging only lets *arrivals* pass). */
+static void check_fifo(int64_t barge_us) {
+    fixture f;
+    memset(&f, 0, sizeof(f));
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.max_size = 1;
+    po.barge_limit_us = barge_us;
+    setup_with(&f, &so, &po);
+    tether_lease *held = must_acquire(f.pool);
+    enum { N = 6 };
+    pthread_t th[N];
+    waiter_arg wa[N];
+    _Atomic int order[N], served = 0;
+    for (int i = 0; i < N; i++) {
+        wa[i] = (waiter_arg){f.pool, i, order, &served, 5000, -1};
+        pthread_create(&th[i], NULL, waiter_main, &wa[i]);
+        wait_for_waiters(f.pool, i + 1); /* arrival order is i */
+    }
+    tether_lease_release(held);
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(atomic_load(&served), N);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(wa[i].rc, 0);
+        assert_int_equal(order[i], i);
+    }
+    teardown(&f);
+}
+
+static void test_fifo_strict(void **state) {
+    (void)state;
+    check_fifo(0);
+}
+
+static void test_fifo_barging(void **state) {
+    (void)state;
+    check_fifo(1000);
+}
+
+static void test_queue_full(void **state) {
+    (void)state;
+    fixture f;
+    memset(&f, 0, sizeof(f));
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.max_size = 1;
+    po.max_waiters = 2;
+    setup_with(&f, &so, &po);
+    tether_lease *held = must_acquire(f.pool);
+    pthread_t th[2];
+    waiter_arg wa[2];
+    _Atomic int order[2], served = 0;
+    for (int i = 0; i < 2; i++) {
+        wa[i] = (waiter_arg){f.pool, i, order, &served, 5000, -1};
+        pthread_create(&th[i], NULL, waiter_main, &wa[i]);
+    }
+    wait_for_waiters(f.pool, 2);
+    tether_lease *x = NULL;
+    tether_error err = {0};
+    int64_t t0 = now_ms();
+    assert_int_equal(tether_pool_acquire(f.pool, 5000, &x, &err),
+                     TETHER_EQUEUEFULL);
+    assert_true(now_ms() - t0 < 100); /* at once, not after the timeout */
+    assert_int_equal(err.cls, TETHER_CLASS_THROTTLED);
+    tether_lease_release(held);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.queue_full, 1);
+    teardown(&f);
+}
+
+/* ---- validation and broken connections ---------------------------------- */
+
+static void test_validation_bypass(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 2);
+    tether_lease_release(must_acquire(f.pool));
+    tether_sim_stats st;
+    advance_ms(&f, 400); /* inside the 500 ms window: no round trip */
+    tether_lease_release(must_acquire(f.pool));
+    tether_sim_stats_get(f.sim, &st);
+    assert_int_equal(st.validations, 0);
+    advance_ms(&f, 501); /* idle longer than the window: one round trip */
+    tether_lease_release(must_acquire(f.pool));
+    tether_sim_stats_get(f.sim, &st);
+    assert_int_equal(st.validations, 1);
+    tether_lease_release(must_acquire(f.pool)); /* just used: none */
+    tether_sim_stats_get(f.sim, &st);
+    assert_int_equal(st.validations, 1);
+    teardown(&f);
+}
+
+static void test_broken_discarded_and_acquire_continues(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 3);
+    tether_lease *l[3];
+    for (int i = 0; i < 3; i++)
+        l[i] = must_acquire(f.pool);
+    uint64_t old[3];
+    for (int i = 0; i < 3; i++) {
+        old[i] = tether_sim_conn_id(tether_lease_handle(l[i]));
+        tether_lease_release(l[i]);
+    }
+    tether_sim_break_all(f.sim); /* like terminating every backend */
+    tether_lease *n = must_acquire(f.pool);
+    uint64_t id = tether_sim_conn_id(tether_lease_handle(n));
+    for (int i = 0; i < 3; i++)
+        assert_true(id != old[i]);
+    assert_int_equal(tether_sim_use(tether_lease_handle(n), NULL), 0);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.closed_broken, 3);
+    assert_int_equal(m.total, 1);
+    tether_lease_release(n);
+    teardown(&f);
+}
+
+static void test_failed_validation_continues(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 2);
+    tether_lease *a = must_acquire(f.pool), *b = must_acquire(f.pool);
+    tether_lease_release(a);
+    tether_lease_release(b);
+    advance_ms(&f, 1000);
+    tether_sim_break_all(f.sim);
+    /* The cheap check sees them broken; a fresh one is made. */
+    tether_lease *c = must_acquire(f.pool);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.closed_broken + m.closed_validation, 2);
+    assert_int_equal(m.created, 3);
+    tether_lease_release(c);
+    teardown(&f);
+}
+
+static void test_reset_failure_discards(void **state) {
+    (void)state;
+    fixture f;
+    memset(&f, 0, sizeof(f));
+    f.vc = tether_vclock_create(0);
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    so.reset_fail_rate = 1.0;
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.clock = tether_vclock_clock(f.vc);
+    setup_with(&f, &so, &po);
+    tether_lease *a = must_acquire(f.pool);
+    uint64_t id = tether_sim_conn_id(tether_lease_handle(a));
+    tether_lease_release(a); /* state unknown: never reused */
+    tether_lease *b = must_acquire(f.pool);
+    assert_true(tether_sim_conn_id(tether_lease_handle(b)) != id);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.closed_reset, 1);
+    tether_lease_discard(b);
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.closed_discarded, 1);
+    assert_int_equal(m.total, 0);
+    teardown(&f);
+}
+
+/* ---- clear, fatal errors ------------------------------------------------- */
+
+static void test_clear_generations(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 4);
+    tether_lease *held = must_acquire(f.pool);
+    tether_lease *idle = must_acquire(f.pool);
+    uint64_t held_id = tether_sim_conn_id(tether_lease_handle(held));
+    tether_lease_release(idle);
+    tether_pool_clear(f.pool);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.closed_cleared, 1); /* the idle one, now */
+    assert_int_equal(m.in_use, 1);         /* the leased one survives */
+    assert_int_equal(tether_sim_use(tether_lease_handle(held), NULL), 0);
+    tether_lease_release(held); /* discarded on release */
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.closed_cleared, 2);
+    assert_int_equal(m.total, 0);
+    tether_lease *n = must_acquire(f.pool);
+    assert_true(tether_sim_conn_id(tether_lease_handle(n)) != held_id);
+    tether_lease_release(n);
+    teardown(&f);
+}
+
+static void test_fatal_error_clears_pool(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 4);
+    tether_lease *a = must_acquire(f.pool), *b = must_acquire(f.pool);
+    tether_lease_release(b);
+    tether_sim_fatal_all(f.sim); /* e.g. the server shut down */
+    tether_lease_release(a);     /* its return clears the pool */
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.total, 0);
+    assert_int_equal(m.closed_cleared, 2);
+    teardown(&f);
+}
+
+/* ---- housekeeping: idle timeout, lifetime, keepalive, leaks -------------- */
+
+static void test_idle_timeout_randomized_and_min_kept(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 6);
+    tether_lease *l[6];
+    for (int i = 0; i < 6; i++)
+        l[i] = must_acquire(f.pool);
+    for (int i = 0; i < 5; i++)
+        tether_lease_release(l[i]); /* l[5] stays in use */
+    tether_pool_metrics m;
+    advance_ms(&f, 240000 - 1); /* just under the shortest idle limit */
+    tether__pool_housekeep(f.pool);
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.closed_idle, 0);
+    /* Between 4 and 8 minutes they go, not all at the same pass. */
+    int passes_with_closes = 0;
+    uint64_t before = 0;
+    for (int s = 0; s < 250; s++) {
+        advance_ms(&f, 1000);
+        tether__pool_housekeep(f.pool);
+        tether_pool_metrics_get(f.pool, &m);
+        passes_with_closes += m.closed_idle != before;
+        before = m.closed_idle;
+    }
+    assert_int_equal(m.closed_idle, 5);
+    assert_true(passes_with_closes >= 2);
+    assert_int_equal(m.in_use, 1); /* the leased one was never touched */
+    assert_int_equal(tether_sim_use(tether_lease_handle(l[5]), NULL), 0);
+    tether_lease_release(l[5]);
+    teardown(&f);
+}
+
+static void test_lifetime_spaced_and_never_in_use(void **state) {
+    (void)state;
+    fixture f;
+    memset(&f, 0, sizeof(f));
+    f.vc = tether_vclock_create(0);
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.clock = tether_vclock_clock(f.vc);
+    po.max_size = 8;
+    po.max_lifetime_ms = 100000;
+    po.idle_timeout_ms = 0;
+    po.keepalive_ms = 0;
+    po.seed = 3;
+    setup_with(&f, &so, &po);
+    tether_lease *l[8];
+    for (int i = 0; i < 8; i++)
+        l[i] = must_acquire(f.pool);
+    for (int i = 1; i < 8; i++)
+        tether_lease_release(l[i]);
+    /* Retirements start at 0.85 x lifetime and are at least
+     * 0.15 x lifetime / max_size apart. */
+    int64_t last = -1, gap = 100000 * 15 / 100 / 8;
+    int closes = 0;
+    for (int64_t t = 0; t <= 400000; t += 100) {
+        tether__pool_housekeep(f.pool);
+        tether_pool_metrics m;
+        tether_pool_metrics_get(f.pool, &m);
+        if ((int)m.closed_lifetime > closes) {
+            assert_int_equal(m.closed_lifetime, closes + 1);
+            assert_true(t >= 85000);
+            if (last >= 0)
+                assert_true(t - last >= gap);
+            last = t;
+            closes++;
+        }
+        tether_vclock_advance(f.vc, 100 * MS);
+    }
+    assert_true(closes >= 7);
+    /* The leased one, long past its lifetime, is still usable ... */
+    assert_int_equal(tether_sim_use(tether_lease_handle(l[0]), NULL), 0);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.in_use, 1);
+    tether_lease_release(l[0]); /* ... and retired on its return */
+    teardown(&f);
+}
+
+static void test_keepalive_validates_idle(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 2);
+    tether_lease_release(must_acquire(f.pool));
+    advance_ms(&f, 120000);
+    tether__pool_housekeep(f.pool);
+    tether_sim_stats st;
+    tether_sim_stats_get(f.sim, &st);
+    assert_int_equal(st.validations, 1);
+    tether_sim_break_all(f.sim);
+    advance_ms(&f, 1000);
+    tether__pool_housekeep(f.pool); /* the cheap check finds it broken */
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.total, 0);
+    teardown(&f);
+}
+
+typedef struct logbuf {
+    char text[4096];
+    int warns;
+} logbuf;
+
+static void capture(void *ctx, tether_log_level level, const char *msg) {
+    logbuf *b = ctx;
+    if (level == TETHER_LOG_WARN)
+        b->warns++;
+    strncat(b->text, msg, sizeof(b->text) - strlen(b->text) - 2);
+    strcat(b->text, "\n");
+}
+
+static void test_leak_report_once_with_place(void **state) {
+    (void)state;
+    fixture f;
+    memset(&f, 0, sizeof(f));
+    f.vc = tether_vclock_create(0);
+    logbuf lb;
+    memset(&lb, 0, sizeof(lb));
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.clock = tether_vclock_clock(f.vc);
+    po.leak_threshold_ms = 2000;
+    po.log = capture;
+    po.log_ctx = &lb;
+    setup_with(&f, &so, &po);
+    tether_lease *l = NULL;
+    int line = __LINE__ + 1;
+    assert_int_equal(tether_pool_acquire(f.pool, 100, &l, NULL), 0);
+    advance_ms(&f, 1999);
+    tether__pool_housekeep(f.pool);
+    assert_int_equal(lb.warns, 0);
+    advance_ms(&f, 2);
+    tether__pool_housekeep(f.pool);
+    advance_ms(&f, 5000);
+    tether__pool_housekeep(f.pool);
+    assert_int_equal(lb.warns, 1); /* once */
+    char where[64];
+    snprintf(where, sizeof(where), "test_pool.c:%d", line);
+    assert_non_null(strstr(lb.text, where));
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.leaks, 1);
+    tether_lease_release(l);
+    teardown(&f);
+}
+
+/* ---- blocking period (seed 001) ------------------------------------------ */
+
+static void test_blocking_period_timeline(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 2);
+    tether_sim_set_down(f.sim, 1);
+    tether_error err = {0};
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
+                     TETHER_ECONNECT);
+    char first[TETHER_MSG_MAX];
+    strcpy(first, err.message);
+    const int64_t periods[] = {5000, 10000, 20000, 40000, 60000, 60000};
+    tether_sim_stats st;
+    for (int i = 0; i < 6; i++) {
+        /* During the period: the cached error at once, no connect. */
+        tether_sim_stats_get(f.sim, &st);
+        uint64_t connects = st.connects;
+        advance_ms(&f, periods[i] - 1);
+        assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
+                         TETHER_EOPEN);
+        assert_string_equal(err.message, first);
+        tether_sim_stats_get(f.sim, &st);
+        assert_int_equal(st.connects, connects);
+        /* At its end one probe connects, fails, and the period grows. */
+        advance_ms(&f, 1);
+        assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
+                         TETHER_ECONNECT);
+        tether_sim_stats_get(f.sim, &st);
+        assert_int_equal(st.connects, connects + 1);
+    }
+    tether_sim_set_down(f.sim, 0);
+    advance_ms(&f, 60000);
+    l = must_acquire(f.pool); /* the probe succeeds: closed again */
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
+    assert_true(m.breaker_rejections >= 6);
+    tether_lease_release(l);
+    teardown(&f);
+}
+
+static void test_auth_failure_no_password(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 2);
+    tether_sim_fail_next(f.sim, 1, TETHER_EAUTH, TETHER_CLASS_PERMANENT);
+    tether_error err = {0};
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err), TETHER_EAUTH);
+    assert_int_equal(err.cls, TETHER_CLASS_PERMANENT);
+    assert_null(l);
+    teardown(&f);
+}
+
+/* ---- close --------------------------------------------------------------- */
+
+typedef struct closer {
+    tether_pool *p;
+    int64_t wait_ms;
+    int rc;
+} closer;
+
+static void *close_main(void *arg) {
+    closer *c = arg;
+    c->rc = tether_pool_close(c->p, c->wait_ms, NULL);
+    return NULL;
+}
+
+static void test_close_semantics(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 3);
+    tether_lease *held = must_acquire(f.pool);
+    tether_lease_release(must_acquire(f.pool));
+    /* Close with a short wait: the lease is still out. */
+    assert_int_equal(tether_pool_close(f.pool, 20, NULL), TETHER_ETIMEDOUT);
+    tether_lease *x = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(f.pool, 100, &x, &err),
+                     TETHER_ECLOSED);
+    /* A second close waits until the lease comes back. */
+    closer c = {f.pool, 5000, -1};
+    pthread_t t;
+    pthread_create(&t, NULL, close_main, &c);
+    struct timespec ts = {0, 20 * 1000000};
+    nanosleep(&ts, NULL);
+    tether_lease_release(held);
+    pthread_join(t, NULL);
+    assert_int_equal(c.rc, 0);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.total, 0);
+    assert_int_equal(m.closed_shutdown, 2);
+    teardown(&f);
+}
+
+static void test_close_wakes_waiters(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 1);
+    tether_lease *held = must_acquire(f.pool);
+    pthread_t th;
+    _Atomic int order[1], served = 0;
+    waiter_arg wa = {f.pool, 0, order, &served, 10000, 0};
+    pthread_create(&th, NULL, waiter_main, &wa);
+    wait_for_waiters(f.pool, 1);
+    int64_t t0 = now_ms();
+    assert_int_equal(tether_pool_close(f.pool, 0, NULL), TETHER_ETIMEDOUT);
+    pthread_join(th, NULL);
+    assert_int_equal(wa.rc, TETHER_ECLOSED);
+    assert_true(now_ms() - t0 < 1000);
+    tether_lease_release(held);
+    teardown(&f);
+}
+
+/* ---- warm-up ------------------------------------------------------------- */
+
+static void test_warmup_to_min_in_background(void **state) {
+    (void)state;
+    fixture f;
+    memset(&f, 0, sizeof(f));
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.min_size = 4;
+    po.max_size = 8;
+    setup_with(&f, &so, &po);
+    tether_pool_metrics m;
+    for (int i = 0; i < 2000; i++) {
+        tether_pool_metrics_get(f.pool, &m);
+        if (m.idle == 4)
+            break;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(m.idle, 4);
+    assert_int_equal(m.created, 4);
+    teardown(&f);
+}
+
+/* ---- run() --------------------------------------------------------------- */
+
+typedef struct work {
+    int calls;
+    int fail_times;
+} work;
+
+static int use_conn(void *handle, void *arg, const tether_attempt *a,
+                    tether_error *err) {
+    (void)a;
+    work *w = arg;
+    w->calls++;
+    if (w->fail_times > 0) {
+        w->fail_times--;
+        return tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
+                                "server closed the connection");
+    }
+    return tether_sim_use(handle, err);
+}
+
+static void test_run_retries_idempotent_only(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 2);
+    tether_error err = {0};
+    work w = {0, 1};
+    assert_int_equal(
+        tether_pool_run(f.pool, TETHER_IDEMPOTENT, use_conn, &w, &err), 0);
+    assert_int_equal(w.calls, 2);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.closed_broken, 1); /* never returned to the pool */
+    assert_int_equal(m.retries, 1);
+    w = (work){0, 1};
+    assert_int_equal(tether_pool_run(f.pool, 0, use_conn, &w, &err),
+                     TETHER_EBROKEN);
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(err.stop, TETHER_STOP_NOT_IDEMPOTENT);
+    teardown(&f);
+}
+
+/* ---- metrics ------------------------------------------------------------- */
+
+static void test_prometheus_text(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 2);
+    tether_lease_release(must_acquire(f.pool));
+    char buf[8192];
+    size_t n = tether_pool_metrics_prometheus(f.pool, buf, sizeof(buf));
+    assert_true(n > 0 && n < sizeof(buf));
+    assert_int_equal(strlen(buf), n);
+    assert_non_null(
+        strstr(buf, "tether_pool_connections{pool=\"pool\",state=\"idle\"} 1"));
+    assert_non_null(
+        strstr(buf, "# TYPE tether_pool_acquire_seconds histogram"));
+    assert_non_null(strstr(buf, "le=\"+Inf\"} 1"));
+    assert_non_null(strstr(buf, "tether_pool_acquires_total{pool=\"pool\"} 1"));
+    char small[64];
+    assert_int_equal(tether_pool_metrics_prometheus(f.pool, small, 64), n);
+    assert_int_equal(strlen(small), 63);
+    assert_true(tether_pool_bytes_per_conn() <= 256);
+    teardown(&f);
+}
+
+/* ---- stress: ownership marker and accounting ----------------------------- */
+
+enum { STRESS_THREADS = 8, STRESS_POOL = 3, STRESS_OPS = 3000 };
+static _Atomic int owner_of[1 << 16];
+
+typedef struct stress_arg {
+    tether_pool *p;
+    int id;
+    int ok, errors, broken;
+} stress_arg;
+
+static void *stress_main(void *arg) {
+    stress_arg *s = arg;
+    for (int i = 0; i < STRESS_OPS; i++) {
+        tether_lease *l = NULL;
+        if (tether_pool_acquire(s->p, 2000, &l, NULL) != 0) {
+            s->errors++;
+            continue;
+        }
+        void *h = tether_lease_handle(l);
+        uint64_t id = tether_sim_conn_id(h) & 0xffff;
+        int zero = 0;
+        if (!atomic_compare_exchange_strong(&owner_of[id], &zero, s->id))
+            fail_msg("connection %llu held by two callers",
+                     (unsigned long long)id);
+        int rc = tether_sim_use(h, NULL);
+        atomic_store(&owner_of[id], 0);
+        if (rc) {
+            s->broken++;
+            tether_lease_discard(l);
+        } else {
+            s->ok++;
+            tether_lease_release(l);
+        }
+    }
+    return NULL;
+}
+
+static void test_stress_no_double_lease(void **state) {
+    (void)state;
+    fixture f;
+    memset(&f, 0, sizeof(f));
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    so.break_in_use_rate = 0.01;
+    so.break_idle_rate = 0.005;
+    so.reset_fail_rate = 0.005;
+    so.refuse_rate = 0.02;
+    so.seed = 99;
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.max_size = STRESS_POOL;
+    po.use_breaker = 0; /* refusals must not block everything */
+    po.validate_idle_ms = 0;
+    setup_with(&f, &so, &po);
+    pthread_t th[STRESS_THREADS];
+    stress_arg sa[STRESS_THREADS];
+    for (int i = 0; i < STRESS_THREADS; i++) {
+        sa[i] = (stress_arg){f.pool, i + 1, 0, 0, 0};
+        pthread_create(&th[i], NULL, stress_main, &sa[i]);
+    }
+    for (int i = 0; i < STRESS_THREADS; i++)
+        pthread_join(th[i], NULL);
+    int ok = 0, broken = 0;
+    for (int i = 0; i < STRESS_THREADS; i++) {
+        ok += sa[i].ok;
+        broken += sa[i].broken;
+    }
+    assert_true(ok > STRESS_THREADS * STRESS_OPS / 2);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    /* Accounting adds up: every connection created is open or closed. */
+    uint64_t closed = m.closed_idle + m.closed_lifetime + m.closed_broken +
+                      m.closed_cleared + m.closed_validation + m.closed_reset +
+                      m.closed_discarded + m.closed_shutdown;
+    assert_int_equal(m.created, closed + (uint64_t)m.total);
+    assert_true(m.total <= STRESS_POOL);
+    assert_int_equal(m.in_use, 0);
+    assert_int_equal(m.waiters, 0);
+    assert_int_equal(m.closed_discarded, (uint64_t)broken);
+    tether_sim_stats st;
+    tether_sim_stats_get(f.sim, &st);
+    assert_int_equal(st.open, (uint64_t)m.total);
+    teardown(&f);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_and_validation),
+        cmocka_unit_test(test_reuse_and_metrics),
+        cmocka_unit_test(test_max_size_and_two_holders),
+        cmocka_unit_test(test_timeout_accuracy),
+        cmocka_unit_test(test_fifo_strict),
+        cmocka_unit_test(test_fifo_barging),
+        cmocka_unit_test(test_queue_full),
+        cmocka_unit_test(test_validation_bypass),
+        cmocka_unit_test(test_broken_discarded_and_acquire_continues),
+        cmocka_unit_test(test_failed_validation_continues),
+        cmocka_unit_test(test_reset_failure_discards),
+        cmocka_unit_test(test_clear_generations),
+        cmocka_unit_test(test_fatal_error_clears_pool),
+        cmocka_unit_test(test_idle_timeout_randomized_and_min_kept),
+        cmocka_unit_test(test_lifetime_spaced_and_never_in_use),
+        cmocka_unit_test(test_keepalive_validates_idle),
+        cmocka_unit_test(test_leak_report_once_with_place),
+        cmocka_unit_test(test_blocking_period_timeline),
+        cmocka_unit_test(test_auth_failure_no_password),
+        cmocka_unit_test(test_close_semantics),
+        cmocka_unit_test(test_close_wakes_waiters),
+        cmocka_unit_test(test_warmup_to_min_in_background),
+        cmocka_unit_test(test_run_retries_idempotent_only),
+        cmocka_unit_test(test_prometheus_text),
+        cmocka_unit_test(test_stress_no_double_lease),
+    };
+    return cmocka_run_group_tests_name("pool", tests, NULL, NULL);
+}
