@@ -14,6 +14,19 @@ typedef struct tether__wait {
     int64_t wake_ms;
 } tether__wait;
 
+/* One endpoint to connect to (the connector fills it per attempt; NULL
+ * means the driver's own default target, as for the sim). */
+typedef struct tether__endpoint {
+    const char *host;     /* name or address; a path for a Unix socket */
+    const char *hostaddr; /* resolved numeric address, or NULL */
+    int port;             /* 0: the driver's default */
+} tether__endpoint;
+
+/* Server roles reported by role(). */
+#define TETHER__ROLE_UNKNOWN 0
+#define TETHER__ROLE_PRIMARY 1 /* accepts writes */
+#define TETHER__ROLE_STANDBY 2 /* read-only (hot standby) */
+
 /* Return values of connect_start / connect_poll (besides < 0 errors). */
 #define TETHER__CONNECTED 0
 #define TETHER__IN_PROGRESS 1
@@ -23,10 +36,11 @@ typedef struct tether__wait {
 
 struct tether_driver {
     const char *name;
-    /* Start connecting to ctx's target (conninfo: the pool's string). On
-     * TETHER__IN_PROGRESS, *conn is set and w says what to wait for. On a
-     * negative error, *conn is NULL and err is filled (class set). */
-    int (*connect_start)(void *ctx, const char *conninfo, void **conn,
+    /* Start connecting to endpoint ep (NULL: ctx's default) with ctx's
+     * parameters. On TETHER__IN_PROGRESS, *conn is set and w says what to
+     * wait for. On a negative error, *conn is NULL and err is filled (class
+     * set). */
+    int (*connect_start)(void *ctx, const tether__endpoint *ep, void **conn,
                          tether__wait *w, tether_error *err);
     /* Continue a connect after w was satisfied (or timed out: the caller
      * then closes conn). Same returns as connect_start; on error conn must
@@ -49,6 +63,9 @@ struct tether_driver {
     void (*classify)(void *conn, tether_error *err);
     /* The user-visible handle (PGconn *, sim handle). */
     void *(*handle)(void *conn);
+    /* The server's role as last reported (no round trip), or
+     * TETHER__ROLE_UNKNOWN; NULL when the driver has no roles. */
+    int (*role)(void *conn);
 };
 
 /* tether__driver_connect runs connect_start/connect_poll to completion
@@ -56,7 +73,7 @@ struct tether_driver {
  * clock for fd < 0). Returns 0 with *conn set, or a negative error (budget
  * exhaustion is TETHER_ETIMEDOUT, transient). */
 int tether__driver_connect(const tether_driver *d, void *ctx,
-                           const char *conninfo, int64_t budget_ms,
+                           const tether__endpoint *ep, int64_t budget_ms,
                            const tether_clock *clock, void **conn,
                            tether_error *err);
 

@@ -34,14 +34,14 @@ static int wait_once(const tether__wait *w, int64_t deadline,
 }
 
 int tether__driver_connect(const tether_driver *d, void *ctx,
-                           const char *conninfo, int64_t budget_ms,
+                           const tether__endpoint *ep, int64_t budget_ms,
                            const tether_clock *clock, void **conn,
                            tether_error *err) {
     clock = tether__clock(clock);
     int64_t deadline = budget_ms < 0 ? -1 : tether__now_ms(clock) + budget_ms;
     tether__wait w = {-1, 0, -1};
     *conn = NULL;
-    int rc = d->connect_start(ctx, conninfo, conn, &w, err);
+    int rc = d->connect_start(ctx, ep, conn, &w, err);
     while (rc == TETHER__IN_PROGRESS) {
         if (wait_once(&w, deadline, clock)) {
             d->close(*conn);

@@ -419,9 +419,9 @@ static void link_conn(tether_sim *sim, sim_conn *c) {
     }
 }
 
-static int sim_connect_start(void *ctx, const char *conninfo, void **conn,
+static int sim_connect_start(void *ctx, const tether__endpoint *ep, void **conn,
                              tether__wait *w, tether_error *err) {
-    (void)conninfo;
+    (void)ep;
     tether_sim *sim = ctx;
     *conn = NULL;
     if (!sim)
@@ -524,9 +524,8 @@ static int sim_reset(void *conn, const char *reset_query, tether_error *err) {
     if ((c->faults & FAULT_RESET) && chance(c->sim, c->sim->o.reset_fail_rate))
         return tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
                                 "reset failed, session state unknown (sim)");
-    return atomic_load_explicit(&c->fatal, memory_order_relaxed)
-               ? TETHER__FATAL
-               : 0;
+    return atomic_load_explicit(&c->fatal, memory_order_relaxed) ? TETHER__FATAL
+                                                                 : 0;
 }
 
 static void *sim_handle(void *conn) {

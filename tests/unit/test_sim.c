@@ -47,7 +47,7 @@ static tether_sim *make_default(void) {
 static int start(tether_sim *sim, void **conn, tether_error *err) {
     tether__wait w = {-1, 0, -1};
     tether_error_clear(err);
-    return tether_driver_sim()->connect_start(sim, "host=sim", conn, &w, err);
+    return tether_driver_sim()->connect_start(sim, NULL, conn, &w, err);
 }
 
 /* open_conn connects at once or fails the test. */
@@ -195,7 +195,7 @@ static void vfix_done(vfix *f) {
 
 static int drive(vfix *f, int64_t budget_ms, void **conn, tether_error *err) {
     tether_error_clear(err);
-    return tether__driver_connect(tether_driver_sim(), f->sim, "", budget_ms,
+    return tether__driver_connect(tether_driver_sim(), f->sim, NULL, budget_ms,
                                   f->clock, conn, err);
 }
 
@@ -259,7 +259,7 @@ static void test_latency_poll_by_hand(void **state) {
     tether__wait w;
     tether_error err = {0};
     int64_t t0 = tether_now_ms(f.clock);
-    assert_int_equal(d->connect_start(f.sim, "", &conn, &w, &err),
+    assert_int_equal(d->connect_start(f.sim, NULL, &conn, &w, &err),
                      TETHER__IN_PROGRESS);
     assert_int_equal(w.fd, -1);
     assert_int_equal(w.wake_ms, t0 + 50);
@@ -271,7 +271,7 @@ static void test_latency_poll_by_hand(void **state) {
     assert_int_equal(stats(f.sim).open, 1);
     /* Broken while connecting: the connect fails. */
     void *c2 = NULL;
-    assert_int_equal(d->connect_start(f.sim, "", &c2, &w, &err),
+    assert_int_equal(d->connect_start(f.sim, NULL, &c2, &w, &err),
                      TETHER__IN_PROGRESS);
     tether_sim_break_all(f.sim);
     tether_vclock_advance(f.vc, 50 * MS);
@@ -370,8 +370,8 @@ static void test_auth_failure(void **state) {
     void *conn = NULL;
     tether__wait w;
     tether_error err = {0};
-    int rc = tether_driver_sim()->connect_start(
-        sim, "host=db user=bob password=hunter2", &conn, &w, &err);
+    tether__endpoint ep = {"db", NULL, 5432};
+    int rc = tether_driver_sim()->connect_start(sim, &ep, &conn, &w, &err);
     assert_int_equal(rc, TETHER_EAUTH);
     assert_null(conn);
     assert_int_equal(err.cls, TETHER_CLASS_PERMANENT);
@@ -393,7 +393,7 @@ static void test_timeout_rate(void **state) {
     tether__wait w;
     tether_error err = {0};
     assert_int_equal(
-        tether_driver_sim()->connect_start(f.sim, "", &conn, &w, &err),
+        tether_driver_sim()->connect_start(f.sim, NULL, &conn, &w, &err),
         TETHER__IN_PROGRESS);
     assert_int_equal(w.fd, -1);
     assert_int_equal(w.wake_ms, -1);
