@@ -717,6 +717,111 @@ TETHER_API int tether_sim_use(void *handle, tether_error *err);
 TETHER_API uint64_t tether_sim_conn_id(void *handle);
 
 /* ------------------------------------------------------------------------ */
+/* Connector (C1-C5): one logical connection, many endpoints                */
+/* ------------------------------------------------------------------------ */
+
+/* Which server a connection must reach (libpq's target_session_attrs, plus
+ * prefer-primary). */
+typedef enum tether_target {
+    TETHER_TARGET_ANY = 0,
+    TETHER_TARGET_READ_WRITE,
+    TETHER_TARGET_PRIMARY,
+    TETHER_TARGET_READ_ONLY,
+    TETHER_TARGET_STANDBY,
+    TETHER_TARGET_PREFER_STANDBY,
+    TETHER_TARGET_PREFER_PRIMARY
+} tether_target;
+
+/* Connection strategies (tether_strategy keyword). */
+typedef enum tether_connect_strategy {
+    TETHER_CONNECT_SEQUENTIAL = 0, /* each host in order, then a pause */
+    TETHER_CONNECT_MIRRORING,      /* seed 000 with the first two hosts */
+    TETHER_CONNECT_STREAMING,      /* seed 003: random start, provisioning */
+    TETHER_CONNECT_RANDOM,         /* hosts in a random order per connect */
+    TETHER_CONNECT_ROUND_ROBIN,    /* start at the next host each connect */
+    TETHER_CONNECT_RACE            /* staggered parallel attempts */
+} tether_connect_strategy;
+
+/* One step of a connect, reported to the event callback (C5). */
+typedef struct tether_connect_event {
+    int attempt;         /* 1-based attempt number (0 for pauses) */
+    const char *host;    /* endpoint (no secrets) */
+    int port;
+    const char *phase;   /* "resolve", "connect", "role", "skip", "pause",
+                            "provision", "ok", "fail" */
+    int code;            /* 0 or the failure's TETHER_E* code */
+    tether_class cls;
+    int role;            /* 0 unknown, 1 primary, 2 standby */
+    int64_t elapsed_ms;  /* since the connect began */
+    int64_t budget_ms;   /* this attempt's budget (-1 unbounded) */
+    int64_t delay_ms;    /* pauses */
+    const char *message; /* failure text, "" when none */
+} tether_connect_event;
+
+typedef void (*tether_event_fn)(void *ctx, const tether_connect_event *ev);
+
+/* An endpoint provisioning callback (C4): called when a pass over the host
+ * list is exhausted (and first, for the streaming strategy). It writes a
+ * new list as "host:port,host:port" into buf (cap bytes) and returns 0, or
+ * a negative code when the provisioning service failed. */
+typedef int (*tether_provision_fn)(void *ctx, char *buf, size_t cap);
+
+/* Connector options. Defaults: the PostgreSQL driver, no callbacks, real
+ * clock, seed 0. The conninfo (libpq key=value or postgresql:// URI) also
+ * carries tether's own keywords (docs/conninfo.md), taken out before libpq
+ * sees the rest. */
+typedef struct tether_connector_opts {
+    const char *conninfo; /* required */
+    const tether_driver *driver; /* NULL: tether_driver_pq() */
+    void *driver_ctx;            /* with a driver: its parameters */
+    tether_event_fn on_event;
+    void *event_ctx;
+    tether_provision_fn provision;
+    void *provision_ctx;
+    tether_log_fn log;
+    void *log_ctx;
+    const tether_clock *clock;
+    uint64_t seed;
+} tether_connector_opts;
+
+/* tether_connector_opts_init fills o with the documented defaults. */
+TETHER_API void tether_connector_opts_init(tether_connector_opts *o);
+
+/* A connector: endpoints, a strategy, a role target and a host-state cache.
+ * Thread-safe: many threads may connect through one connector. */
+typedef struct tether_connector tether_connector;
+
+/* tether_connector_create parses o->conninfo: a bad or unknown tether
+ * keyword, a bad value or mismatched host and port counts is TETHER_ESPEC
+ * naming the keyword (never a password). */
+TETHER_API int tether_connector_create(tether_connector **out,
+                                       const tether_connector_opts *o,
+                                       tether_error *err);
+
+/* tether_connector_destroy frees c (NULL is accepted). */
+TETHER_API void tether_connector_destroy(tether_connector *c);
+
+/* tether_connector_connect opens one connection following the strategy
+ * within the login timeout. On success *handle is the driver's connection
+ * (PGconn * for pq), owned by the caller: close it with
+ * tether_connector_close. err gets attempts and elapsed_ms either way. */
+TETHER_API int tether_connector_connect(tether_connector *c, void **handle,
+                                        tether_error *err);
+
+/* tether_connector_close closes a handle from tether_connector_connect. */
+TETHER_API void tether_connector_close(tether_connector *c, void *handle);
+
+/* tether_connector_invalidate forgets what the host-state cache knows (for
+ * instance after a failover was detected). */
+TETHER_API void tether_connector_invalidate(tether_connector *c);
+
+/* tether_target_name returns "any", "read-write", ... */
+TETHER_API const char *tether_target_name(tether_target t);
+
+/* tether_driver_pq returns the PostgreSQL driver (libpq, non-blocking). */
+TETHER_API const tether_driver *tether_driver_pq(void);
+
+/* ------------------------------------------------------------------------ */
 /* Pool (P1-P12)                                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -734,8 +839,10 @@ TETHER_API uint64_t tether_sim_conn_id(void *handle);
  * exponential 50 ms x2 to 1 s, full jitter, 3 attempts, deadline = the
  * acquire timeout; no reset query; real clock; seed 0. */
 typedef struct tether_pool_opts {
-    const tether_driver *driver; /* required */
+    const tether_driver *driver; /* required unless connector is set */
     void *driver_ctx;            /* driver's target (tether_sim for sim) */
+    tether_connector *connector; /* create connections through it (not
+                                    owned); its driver is used */
     const char *conninfo;        /* passed to the driver (copied) */
     const char *name;            /* label in logs and metrics; must not hold
                                     secrets (default "pool") */
@@ -777,6 +884,14 @@ typedef struct tether_lease tether_lease;
  * the background. */
 TETHER_API int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
                                   tether_error *err);
+
+/* tether_pool_open creates a PostgreSQL pool from a connection string:
+ * hosts, strategy, role target and pool settings all come from conninfo's
+ * keywords (docs/conninfo.md); events and provisioning may be NULL. The
+ * pool owns its connector. */
+TETHER_API int tether_pool_open(tether_pool **out, const char *conninfo,
+                                tether_event_fn on_event, void *event_ctx,
+                                tether_error *err);
 
 /* tether_pool_close stops handing out connections (acquire then returns
  * TETHER_ECLOSED), closes idle connections and waits up to wait_ms (-1 =

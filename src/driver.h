@@ -66,6 +66,9 @@ struct tether_driver {
     /* The server's role as last reported (no round trip), or
      * TETHER__ROLE_UNKNOWN; NULL when the driver has no roles. */
     int (*role)(void *conn);
+    /* 1 when the connector should resolve host names itself (within the
+     * attempt's budget) and pass numeric addresses. */
+    int resolve_names;
 };
 
 /* tether__driver_connect runs connect_start/connect_poll to completion

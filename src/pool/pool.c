@@ -66,9 +66,9 @@ static int bad_opt(tether_error *err, const char *field, long long v,
 }
 
 static int check_opts(const tether_pool_opts *o, tether_error *err) {
-    if (!o->driver)
+    if (!o->driver && !o->connector)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
-                                "pool: driver is required");
+                                "pool: a driver or a connector is required");
     if (o->max_size < 1 || o->max_size > 100000)
         return bad_opt(err, "max_size", o->max_size, "want 1..100000");
     if (o->min_size < 0 || o->min_size > o->max_size)
@@ -132,6 +132,7 @@ static int init_sync(tether_pool *p) {
 }
 
 static void free_pool(tether_pool *p) {
+    tether_connector_destroy(p->own_connector);
     tether_breaker_destroy(p->breaker);
     tether_retry_destroy(p->retry);
     free(p->slots);
@@ -184,7 +185,7 @@ int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
             free_pool(p);
         return rc;
     }
-    p->drv = o->driver;
+    p->drv = o->connector ? o->connector->drv : o->driver;
     p->id = atomic_fetch_add(&next_pool_id, 1);
     p->real_clock = !o->clock || o->clock == tether_clock_real();
     p->o.conninfo = p->conninfo;
@@ -461,10 +462,12 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
             atomic_fetch_add(&p->breaker_rejections, 1);
     }
     void *conn = NULL;
-    int rc = permit == TETHER_EOPEN
-                 ? TETHER_EOPEN
-                 : tether__driver_connect(p->drv, p->o.driver_ctx, p->conninfo,
-                                          budget_ms, p->o.clock, &conn, err);
+    int rc = TETHER_EOPEN;
+    if (permit != TETHER_EOPEN && p->o.connector)
+        rc = tether__connector_open(p->o.connector, budget_ms, &conn, err);
+    else if (permit != TETHER_EOPEN)
+        rc = tether__driver_connect(p->drv, p->o.driver_ctx, NULL, budget_ms,
+                                    p->o.clock, &conn, err);
     if (p->breaker && permit != TETHER_EOPEN)
         tether_breaker_record(p->breaker, permit, rc == 0, err);
     pthread_mutex_lock(&p->lock);
@@ -669,8 +672,10 @@ static close_reason release_verdict(tether_pool *p, tether_lease *s) {
     int rc = p->drv->reset(s->conn, p->reset_query, NULL);
     if (rc < 0)
         return CLOSE_RESET;
-    if (rc == TETHER__FATAL) {
+    if (rc == TETHER__FATAL) { /* shutdown, failover: all are suspect */
         tether_pool_clear(p);
+        if (p->o.connector)
+            tether_connector_invalidate(p->o.connector);
         return CLOSE_CLEARED;
     }
     if (s->gen != atomic_load_explicit(&p->gen, memory_order_relaxed))

@@ -4,6 +4,7 @@
 #ifndef TETHER_POOL_H
 #define TETHER_POOL_H
 
+#include "connector/connector.h"
 #include "driver.h"
 #include "internal.h"
 
@@ -79,6 +80,7 @@ struct tether_pool {
     tether_breaker *breaker;
     tether_retry *retry;
     char *conninfo, *name, *reset_query;
+    tether_connector *own_connector; /* tether_pool_open's */
 
     /* Written on every wait: a line of its own. */
     _Alignas(64) _Atomic int waiters;

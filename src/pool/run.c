@@ -28,6 +28,18 @@ static int run_once(void *arg, const tether_attempt *a, tether_error *err) {
     }
     if (err && err->cls == TETHER_CLASS_NONE)
         p->drv->classify(l->conn, err);
+    if (rc == TETHER_EREADONLY) {
+        /* A write reached a read-only server (a standby, or a primary
+         * demoted by a failover): it was refused, so nothing happened.
+         * Forget every connection and re-route through the connector. */
+        tether_pool_clear(p);
+        if (p->o.connector)
+            tether_connector_invalidate(p->o.connector);
+        if (err) {
+            err->cls = TETHER_CLASS_TRANSIENT;
+            err->not_sent = 1;
+        }
+    }
     if (rc == TETHER_EBROKEN || !p->drv->alive(l->conn))
         tether__pool_discard(p, l, CLOSE_BROKEN);
     else

@@ -1,0 +1,482 @@
+/* connector.c - one logical connection over many endpoints (C1-C5): the
+ * strategy's schedule (tether_schedule) decides which endpoint to try, with
+ * what budget, and how long to pause; each attempt resolves the name within
+ * its budget, connects through the driver with a millisecond-exact budget,
+ * and checks the server's role against the target. A host-state cache
+ * skips endpoints known to be down or of the wrong role until a recheck
+ * interval passes. Every step is reported to the event callback. */
+#include "connector.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef TETHER_HAVE_PQ
+#include "drivers/pq.h"
+#endif
+
+void tether_connector_opts_init(tether_connector_opts *o) {
+    memset(o, 0, sizeof(*o));
+}
+
+/* ---- create / destroy ---------------------------------------------------- */
+
+static int make_driver_ctx(tether_connector *c, tether_error *err) {
+    if (c->o.driver) {
+        c->drv = c->o.driver;
+        c->dctx = c->o.driver_ctx;
+        return 0;
+    }
+#ifdef TETHER_HAVE_PQ
+    c->drv = tether_driver_pq();
+    tether__pq_params *pp = NULL;
+    int rc = tether__pq_params_create(&pp, (const char *const *)c->cfg.keys,
+                                      (const char *const *)c->cfg.vals,
+                                      c->cfg.nparams, err);
+    c->dctx = pp;
+    c->dctx_free = (void (*)(void *))tether__pq_params_destroy;
+    return rc;
+#else
+    return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                            "connector: no driver given and tether was "
+                            "built without libpq");
+#endif
+}
+
+int tether_connector_create(tether_connector **out,
+                            const tether_connector_opts *o, tether_error *err) {
+    *out = NULL;
+    if (!o || !o->conninfo)
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "connector: conninfo is required");
+    tether_connector *c = calloc(1, sizeof(*c));
+    if (!c)
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                NULL);
+    c->o = *o;
+    c->o.conninfo = NULL; /* may hold a password: not kept */
+    int rc = tether__conncfg_parse(o->conninfo, &c->cfg, err);
+    if (rc == 0)
+        rc = make_driver_ctx(c, err);
+    if (rc == 0 && !(c->cache = calloc((size_t)c->cfg.neps, sizeof(*c->cache))))
+        rc = tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT, NULL);
+    if (rc) {
+        tether_connector_destroy(c);
+        return rc;
+    }
+    pthread_mutex_init(&c->lock, NULL);
+    tether__rng_seed(&c->rng, o->seed);
+    *out = c;
+    return 0;
+}
+
+void tether_connector_destroy(tether_connector *c) {
+    if (!c)
+        return;
+    if (c->dctx_free)
+        c->dctx_free(c->dctx);
+    if (c->cache)
+        pthread_mutex_destroy(&c->lock);
+    free(c->cache);
+    tether__conncfg_free(&c->cfg);
+    free(c);
+}
+
+void tether_connector_invalidate(tether_connector *c) {
+    pthread_mutex_lock(&c->lock);
+    memset(c->cache, 0, sizeof(*c->cache) * (size_t)c->cfg.neps);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- roles, cache, events ------------------------------------------------ */
+
+int tether__role_fits(tether_target t, int role) {
+    int primary = role == TETHER__ROLE_PRIMARY;
+    int standby = role == TETHER__ROLE_STANDBY;
+    switch (t) {
+    case TETHER_TARGET_READ_WRITE:
+    case TETHER_TARGET_PRIMARY:
+        return primary;
+    case TETHER_TARGET_READ_ONLY:
+    case TETHER_TARGET_STANDBY:
+        return standby;
+    case TETHER_TARGET_PREFER_STANDBY:
+        return standby ? 1 : 2;
+    case TETHER_TARGET_PREFER_PRIMARY:
+        return primary ? 1 : 2;
+    default:
+        return 1;
+    }
+}
+
+void tether__connector_learn(tether_connector *c, int i, int state,
+                             int64_t now_ms) {
+    pthread_mutex_lock(&c->lock);
+    if (i < c->cfg.neps) {
+        c->cache[i].state = state;
+        c->cache[i].until_ms = now_ms + c->cfg.recheck_ms;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Whether endpoint i may be skipped now (known down, or of a role the
+ * target excludes), per the cache. */
+static int skippable(tether_connector *c, int i, int64_t now) {
+    tether__hoststate h = c->cache[i];
+    if (h.state == HS_UNKNOWN || now >= h.until_ms)
+        return 0;
+    if (h.state == HS_DOWN)
+        return 1;
+    int role =
+        h.state == HS_PRIMARY ? TETHER__ROLE_PRIMARY : TETHER__ROLE_STANDBY;
+    return tether__role_fits(c->cfg.target, role) == 0;
+}
+
+void tether__connector_event(tether_connector *c, int attempt,
+                             const tether__ep *ep, const char *phase,
+                             const tether_error *err, int role,
+                             int64_t elapsed_ms, int64_t budget_ms) {
+    if (!c->o.on_event)
+        return;
+    tether_connect_event ev = {attempt,
+                               ep && ep->host ? ep->host : "(default)",
+                               ep ? ep->port : 0,
+                               phase,
+                               err ? err->code : 0,
+                               err ? err->cls : TETHER_CLASS_NONE,
+                               role,
+                               elapsed_ms,
+                               budget_ms,
+                               0,
+                               err ? err->message : ""};
+    c->o.on_event(c->o.event_ctx, &ev);
+}
+
+/* ---- one attempt ----------------------------------------------------------
+ */
+
+typedef struct run {
+    tether_connector *c;
+    const tether_clock *clock;
+    int64_t start_ms, deadline_ms; /* deadline -1: none */
+    int order[64];                 /* endpoint visiting order */
+    int n;
+    int attempts;
+    void *fallback; /* prefer-*: a connection of the other role */
+    int permanent;  /* a permanent failure was seen this pass */
+    tether_error last;
+} run;
+
+static int64_t now_ms(const run *r) {
+    return tether__now_ms(r->clock);
+}
+
+/* Try each resolved address of ep within budget. */
+static int connect_ep(run *r, const tether__ep *ep, int64_t budget, void **conn,
+                      tether_error *err) {
+    char addrs[TETHER__MAX_ADDRS][64];
+    int64_t t0 = now_ms(r);
+    int n = 1;
+    if (!r->c->drv->resolve_names) {
+        snprintf(addrs[0], 64, "%s", "");
+    } else if (!ep->hostaddr) {
+        n = tether__resolve(ep->host, budget, addrs, err);
+        if (n < 0)
+            return n;
+    } else {
+        snprintf(addrs[0], 64, "%s", ep->hostaddr);
+    }
+    int rc = TETHER_ECONNECT;
+    for (int i = 0; i < n; i++) {
+        int64_t left = budget < 0 ? -1 : budget - (now_ms(r) - t0);
+        if (budget >= 0 && left <= 0)
+            return tether_error_set(
+                err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
+                "connect to %s:%d timed out after %lld "
+                "ms",
+                ep->host ? ep->host : "(default)", ep->port, (long long)budget);
+        int numeric = ep->host && ep->host[0] != '/' && addrs[i][0];
+        tether__endpoint e = {ep->host, numeric ? addrs[i] : NULL, ep->port};
+        rc = tether__driver_connect(r->c->drv, r->c->dctx, &e, left, r->clock,
+                                    conn, err);
+        if (rc == 0 || (err && err->cls == TETHER_CLASS_PERMANENT))
+            break;
+    }
+    return rc;
+}
+
+/* Judge a fresh connection's role: 1 take it, 0 closed (wrong role), 2
+ * kept as the prefer-* fallback. */
+static int judge_role(run *r, int idx, void *conn, int *role) {
+    tether_connector *c = r->c;
+    *role = c->drv->role ? c->drv->role(conn) : TETHER__ROLE_UNKNOWN;
+    if (*role != TETHER__ROLE_UNKNOWN)
+        tether__connector_learn(
+            c, idx, *role == TETHER__ROLE_PRIMARY ? HS_PRIMARY : HS_STANDBY,
+            now_ms(r));
+    int fit =
+        *role == TETHER__ROLE_UNKNOWN && c->cfg.target != TETHER_TARGET_ANY
+            ? 2
+            : tether__role_fits(c->cfg.target, *role);
+    if (fit == 2 && c->cfg.target != TETHER_TARGET_PREFER_STANDBY &&
+        c->cfg.target != TETHER_TARGET_PREFER_PRIMARY)
+        fit = 0; /* unknown role cannot satisfy a strict target */
+    if (fit == 2 && !r->fallback) {
+        r->fallback = conn;
+        return 2;
+    }
+    if (fit != 1)
+        c->drv->close(conn);
+    return fit == 1;
+}
+
+static void note_failure(run *r, int idx, const tether_error *e) {
+    r->last = *e;
+    if (e->cls == TETHER_CLASS_PERMANENT)
+        r->permanent = 1;
+    else if (e->cls == TETHER_CLASS_TRANSIENT)
+        tether__connector_learn(r->c, idx, HS_DOWN, now_ms(r));
+}
+
+/* One ATTEMPT step. Returns 1 with *conn when done, else 0. */
+static int attempt(run *r, const tether_step *st, void **conn) {
+    tether_connector *c = r->c;
+    int idx = r->order[st->host % r->n];
+    const tether__ep *ep = &c->cfg.eps[idx];
+    int64_t el = now_ms(r) - r->start_ms;
+    pthread_mutex_lock(&c->lock);
+    int64_t now = now_ms(r);
+    int skip = skippable(c, idx, now), others = 0;
+    for (int j = 0; skip && j < c->cfg.neps && !others; j++)
+        others = !skippable(c, j, now); /* never skip every endpoint */
+    skip = skip && others;
+    pthread_mutex_unlock(&c->lock);
+    if (skip) {
+        tether__connector_event(c, st->attempt, ep, "skip", NULL, 0, el, 0);
+        return 0;
+    }
+    int64_t budget = st->budget_ms;
+    if (c->cfg.attempt_timeout_ms > 0 &&
+        (budget < 0 || c->cfg.attempt_timeout_ms < budget))
+        budget = c->cfg.attempt_timeout_ms;
+    tether_error e = {0};
+    r->attempts++;
+    int rc = connect_ep(r, ep, budget, conn, &e);
+    el = now_ms(r) - r->start_ms;
+    if (rc) {
+        tether__connector_event(c, st->attempt, ep, "fail", &e, 0, el, budget);
+        note_failure(r, idx, &e);
+        return 0;
+    }
+    int role, v = judge_role(r, idx, *conn, &role);
+    tether_error re = {0};
+    if (v != 1)
+        tether_error_set(&re, TETHER_ENOHOST, TETHER_CLASS_TRANSIENT,
+                         "%s:%d is a %s, not %s",
+                         ep->host ? ep->host : "(default)", ep->port,
+                         role == TETHER__ROLE_PRIMARY ? "primary"
+                         : role == TETHER__ROLE_STANDBY
+                             ? "standby"
+                             : "server of unknown role",
+                         tether_target_name(c->cfg.target));
+    tether__connector_event(c, st->attempt, ep, v == 1 ? "ok" : "role",
+                            v == 1 ? NULL : &re, role, el, budget);
+    if (v != 1 && r->last.code == 0)
+        r->last = re;
+    return v == 1;
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+static void make_order(run *r) {
+    tether_connector *c = r->c;
+    r->n = c->cfg.neps < 64 ? c->cfg.neps : 64;
+    for (int i = 0; i < r->n; i++)
+        r->order[i] = i;
+    pthread_mutex_lock(&c->lock);
+    if (c->cfg.strategy == TETHER_CONNECT_RANDOM) {
+        for (int i = r->n - 1; i > 0; i--) {
+            int j = (int)tether__rng_range(&c->rng, 0, i);
+            int t = r->order[i];
+            r->order[i] = r->order[j];
+            r->order[j] = t;
+        }
+    } else if (c->cfg.strategy == TETHER_CONNECT_ROUND_ROBIN) {
+        unsigned s = c->rr++ % (unsigned)r->n;
+        for (int i = 0; i < r->n; i++)
+            r->order[i] = (int)((s + (unsigned)i) % (unsigned)r->n);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+static int make_schedule(run *r, tether_schedule **s, tether_error *err) {
+    tether_connector *c = r->c;
+    tether_schedule_opts so;
+    tether_schedule_opts_init(&so);
+    so.strategy = c->cfg.strategy == TETHER_CONNECT_MIRRORING
+                      ? TETHER_STRATEGY_MIRRORING
+                  : c->cfg.strategy == TETHER_CONNECT_STREAMING
+                      ? TETHER_STRATEGY_STREAMING
+                      : TETHER_STRATEGY_SEQUENTIAL;
+    so.login_timeout_ms =
+        r->deadline_ms < 0 ? -1 : r->deadline_ms - r->start_ms;
+    if (so.login_timeout_ms == 0)
+        so.login_timeout_ms = 1;
+    so.nhosts = r->n;
+    so.backoff = c->cfg.pause;
+    so.initial_wait = 0; /* a connect is not a herd; the pool paces those */
+    pthread_mutex_lock(&c->lock);
+    so.seed = c->o.seed ? tether__rng_next(&c->rng) | 1 : 0;
+    pthread_mutex_unlock(&c->lock);
+    so.backoff.seed = so.seed;
+    return tether_schedule_create(s, &so, r->start_ms, err);
+}
+
+static int provision(run *r) {
+    tether_connector *c = r->c;
+    if (!c->o.provision)
+        return 1; /* nothing to refresh: the list stays */
+    char buf[4096] = "";
+    tether_error e = {0};
+    int rc = c->o.provision(c->o.provision_ctx, buf, sizeof(buf));
+    pthread_mutex_lock(&c->lock);
+    if (rc == 0)
+        rc = tether__conncfg_set_hosts(&c->cfg, buf, &e);
+    if (rc == 0) {
+        tether__hoststate *nc = calloc((size_t)c->cfg.neps, sizeof(*nc));
+        if (nc) {
+            free(c->cache);
+            c->cache = nc;
+        }
+        rc = nc ? 0 : TETHER_ENOMEM;
+    }
+    pthread_mutex_unlock(&c->lock);
+    tether__connector_event(c, 0, NULL, "provision", rc ? &e : NULL, 0,
+                            now_ms(r) - r->start_ms, 0);
+    if (rc == 0)
+        make_order(r);
+    return rc == 0;
+}
+
+/* Give up: the fallback if a prefer-* target left one, else the error. */
+static int finish(run *r, void **conn, tether_error *err) {
+    if (r->fallback) {
+        *conn = r->fallback;
+        return 0;
+    }
+    if (r->last.code == 0)
+        tether_error_set(&r->last, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
+                         "no connection within the login timeout");
+    if (err)
+        *err = r->last;
+    return r->last.code;
+}
+
+static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
+    for (;;) {
+        tether_step st;
+        tether_schedule_next(s, now_ms(r), &st);
+        if (st.kind == TETHER_STEP_ATTEMPT) {
+            if (attempt(r, &st, conn)) {
+                if (r->fallback)
+                    r->c->drv->close(r->fallback);
+                return 0;
+            }
+            continue;
+        }
+        if (st.kind == TETHER_STEP_PROVISION) {
+            int ok = provision(r);
+            tether_schedule_provisioned(s, ok, r->n);
+            continue;
+        }
+        /* A pass ended: a fallback or a permanent failure ends the loop. */
+        if (st.kind == TETHER_STEP_DONE || r->fallback || r->permanent)
+            return finish(r, conn, err);
+        tether__connector_event(r->c, 0, NULL, "pause", NULL, 0,
+                                now_ms(r) - r->start_ms, 0);
+        r->clock->sleep_ns(r->clock->ctx, st.delay_ms * TETHER__NS_PER_MS);
+    }
+}
+
+int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
+                           tether_error *err) {
+    run r;
+    memset(&r, 0, sizeof(r));
+    r.c = c;
+    r.clock = tether__clock(c->o.clock);
+    r.start_ms = now_ms(&r);
+    int64_t login = c->cfg.login_timeout_ms;
+    if (budget_ms >= 0 && (login < 0 || budget_ms < login))
+        login = budget_ms;
+    r.deadline_ms = login < 0 ? -1 : r.start_ms + login;
+    *conn = NULL;
+    int rc;
+    if (c->cfg.strategy == TETHER_CONNECT_RACE) {
+        rc = tether__connector_race(c, r.deadline_ms, conn, err);
+    } else {
+        make_order(&r);
+        tether_schedule *s = NULL;
+        rc = make_schedule(&r, &s, err);
+        if (rc == 0)
+            rc = loop(&r, s, conn, err);
+        tether_schedule_destroy(s);
+    }
+    if (err) {
+        err->attempts = r.attempts ? r.attempts : err->attempts;
+        err->elapsed_ms = now_ms(&r) - r.start_ms;
+    }
+    return rc;
+}
+
+/* ---- the public handle API ----------------------------------------------- */
+
+/* Handles given to users map back to driver connections through a small
+ * header kept in front of nothing: the driver's conn is the handle's
+ * owner, so we keep a tiny registry of open handles. */
+typedef struct handle_rec {
+    void *handle, *conn;
+    struct handle_rec *next;
+} handle_rec;
+
+static pthread_mutex_t handles_lock = PTHREAD_MUTEX_INITIALIZER;
+static handle_rec *handles;
+
+int tether_connector_connect(tether_connector *c, void **handle,
+                             tether_error *err) {
+    *handle = NULL;
+    void *conn = NULL;
+    int rc = tether__connector_open(c, -1, &conn, err);
+    if (rc)
+        return rc;
+    handle_rec *h = malloc(sizeof(*h));
+    if (!h) {
+        c->drv->close(conn);
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                NULL);
+    }
+    h->conn = conn;
+    h->handle = c->drv->handle(conn);
+    pthread_mutex_lock(&handles_lock);
+    h->next = handles;
+    handles = h;
+    pthread_mutex_unlock(&handles_lock);
+    *handle = h->handle;
+    return 0;
+}
+
+void tether_connector_close(tether_connector *c, void *handle) {
+    if (!handle)
+        return;
+    pthread_mutex_lock(&handles_lock);
+    handle_rec **pp = &handles, *h = NULL;
+    while (*pp && (*pp)->handle != handle)
+        pp = &(*pp)->next;
+    if (*pp) {
+        h = *pp;
+        *pp = h->next;
+    }
+    pthread_mutex_unlock(&handles_lock);
+    if (h)
+        c->drv->close(h->conn);
+    free(h);
+}

@@ -1,0 +1,113 @@
+/* connector.h - the connector's internals: its configuration parsed from a
+ * connection string (config.c), name resolution within a deadline
+ * (resolve.c) and the connect loops (connector.c, race.c). */
+#ifndef TETHER_CONNECTOR_H
+#define TETHER_CONNECTOR_H
+
+#include "driver.h"
+#include "internal.h"
+
+#include <pthread.h>
+
+/* One endpoint of the host list. */
+typedef struct tether__ep {
+    char *host;     /* NULL: the driver's default (libpq: PGHOST/socket) */
+    char *hostaddr; /* numeric address given by the user, or NULL */
+    int port;       /* 0: default */
+} tether__ep;
+
+/* Everything a connection string says, tether's keywords taken out. */
+typedef struct tether__conncfg {
+    tether__ep *eps;
+    int neps;
+    char **keys, **vals; /* what goes to the driver (libpq keywords) */
+    int nparams;
+    tether_connect_strategy strategy;
+    tether_target target;
+    int64_t login_timeout_ms;   /* tether_login_timeout (15 s; -1 inf) */
+    int64_t attempt_timeout_ms; /* tether_attempt_timeout or
+                                   connect_timeout (0: from the strategy) */
+    int64_t recheck_ms;         /* tether_recheck (10 s) */
+    int64_t race_delay_ms;      /* tether_race_delay (250 ms) */
+    tether_backoff_opts pause;  /* between passes (tether_pause spec) */
+    /* Pool settings (tether_pool_open). */
+    int pool_min, pool_max;
+    int64_t acquire_timeout_ms, idle_timeout_ms, max_lifetime_ms,
+        validate_idle_ms, leak_threshold_ms;
+    char *reset_query;
+    int has_retry, has_breaker;
+    tether_retry_opts retry;
+    tether_breaker_opts breaker;
+    int pooling;   /* tether_pooling on/off */
+    char *display; /* the string with secrets masked, for names and logs */
+} tether__conncfg;
+
+/* tether__conncfg_parse parses conninfo into cfg (freed with
+ * tether__conncfg_free even on failure). Errors name the keyword. */
+int tether__conncfg_parse(const char *conninfo, tether__conncfg *cfg,
+                          tether_error *err);
+
+/* tether__conncfg_free releases what cfg holds. */
+void tether__conncfg_free(tether__conncfg *cfg);
+
+/* tether__conncfg_set_hosts replaces the endpoint list with "h:p,h:p"
+ * (provisioning). Returns 0 or TETHER_ESPEC. */
+int tether__conncfg_set_hosts(tether__conncfg *cfg, const char *list,
+                              tether_error *err);
+
+/* Up to this many addresses are tried per endpoint. */
+#define TETHER__MAX_ADDRS 4
+
+/* tether__resolve looks host up within budget_ms (-1: unbounded) without
+ * blocking past it, writing numeric addresses into addrs (each 64 bytes).
+ * Returns the count (>= 1), or a negative error: TETHER_ERESOLVE
+ * (transient when temporary), TETHER_ETIMEDOUT. Numeric hosts and socket
+ * paths are returned as they are. */
+int tether__resolve(const char *host, int64_t budget_ms, char addrs[][64],
+                    tether_error *err);
+
+/* What the host-state cache knows of an endpoint. */
+typedef struct tether__hoststate {
+    int state;        /* HS_* */
+    int64_t until_ms; /* the knowledge expires */
+} tether__hoststate;
+
+enum { HS_UNKNOWN = 0, HS_DOWN, HS_PRIMARY, HS_STANDBY };
+
+struct tether_connector {
+    tether_connector_opts o;
+    const tether_driver *drv;
+    void *dctx; /* the driver's parameters (tether__pq_params for pq) */
+    void (*dctx_free)(void *);
+    tether__conncfg cfg;
+    pthread_mutex_t lock; /* guards cache, rr, rng, and cfg.eps */
+    tether__hoststate *cache;
+    unsigned rr;
+    tether__rng rng;
+};
+
+/* tether__connector_open connects with the connector's strategy within
+ * budget_ms (also capped by the login timeout; -1: the login timeout) and
+ * returns the driver's connection (not the user handle). */
+int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
+                           tether_error *err);
+
+/* tether__connector_race is the race strategy's loop. */
+int tether__connector_race(tether_connector *c, int64_t deadline_ms,
+                           void **conn, tether_error *err);
+
+/* Shared by the loops: report an event. */
+void tether__connector_event(tether_connector *c, int attempt,
+                             const tether__ep *ep, const char *phase,
+                             const tether_error *err, int role,
+                             int64_t elapsed_ms, int64_t budget_ms);
+
+/* Whether role (TETHER__ROLE_*) satisfies the target strictly (1), only as
+ * a fallback for prefer-* targets (2), or not at all (0). */
+int tether__role_fits(tether_target t, int role);
+
+/* Record what an attempt learned about endpoint i. */
+void tether__connector_learn(tether_connector *c, int i, int state,
+                             int64_t now_ms);
+
+#endif
