@@ -10,6 +10,7 @@ static const cli_command commands[] = {
     {"plan", "print the connection schedule a strategy follows", cli_plan},
     {"sim", "simulate a reconnect storm (tether sim storm)", cli_sim},
     {"bench", "benchmark the pool (tether bench cycle)", cli_bench},
+    {"probe", "connect once and show every attempt", cli_probe},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -1,0 +1,115 @@
+/* probe.c - `tether probe CONNINFO`: connect once with the connection
+ * string's strategy and print every attempt (host, phase, error class,
+ * elapsed) and the outcome. Passwords never appear: the connector's events
+ * and errors carry none. */
+#include "cli.h"
+
+#include <string.h>
+
+static int json_mode;
+
+/* Print s as a JSON string (quotes, backslashes, control bytes escaped). */
+static void json_str(const char *s) {
+    putchar('"');
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+static const char *role_name(int role) {
+    return role == 1 ? "primary" : role == 2 ? "standby" : "unknown";
+}
+
+static void on_event(void *ctx, const tether_connect_event *ev) {
+    (void)ctx;
+    if (json_mode) {
+        printf("{\"attempt\":%d,\"host\":", ev->attempt);
+        json_str(ev->host);
+        printf(",\"port\":%d,\"phase\":\"%s\",\"class\":\"%s\",\"code\":",
+               ev->port, ev->phase, tether_class_name(ev->cls));
+        json_str(ev->code ? tether_errname(ev->code) : "");
+        printf(",\"role\":\"%s\",\"elapsed_ms\":%lld,\"budget_ms\":%lld,"
+               "\"message\":",
+               role_name(ev->role), (long long)ev->elapsed_ms,
+               (long long)ev->budget_ms);
+        json_str(ev->message);
+        printf("}\n");
+    } else if (!strcmp(ev->phase, "pause") || !strcmp(ev->phase, "provision")) {
+        printf("%8lld ms  %-9s\n", (long long)ev->elapsed_ms, ev->phase);
+    } else {
+        printf("%8lld ms  %-9s #%-3d %s:%d%s%s%s\n", (long long)ev->elapsed_ms,
+               ev->phase, ev->attempt, ev->host, ev->port, ev->role ? " (" : "",
+               ev->role ? role_name(ev->role) : "", ev->role ? ")" : "");
+        if (ev->code)
+            printf("%14s%s, %s: %s\n", "", tether_errname(ev->code),
+                   tether_class_name(ev->cls), ev->message);
+    }
+    fflush(stdout);
+}
+
+static void probe_usage(FILE *f) {
+    fprintf(f, "usage: tether probe CONNINFO [--json]\n\n"
+               "Connects once following the connection string's strategy, role "
+               "target and\ntimeouts (docs/conninfo.md) and prints every "
+               "attempt: host, phase, error\nclass and elapsed time, then the "
+               "outcome. Exit status 0 when connected.\n");
+}
+
+int cli_probe(int argc, char **argv) {
+    const char *conninfo = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            probe_usage(stdout);
+            return CLI_OK;
+        }
+        if (!strcmp(argv[i], "--json"))
+            json_mode = 1;
+        else if (argv[i][0] == '-' && argv[i][1] == '-')
+            return cli_usage_error("probe", "unknown option '%s'", argv[i]);
+        else if (conninfo)
+            return cli_usage_error("probe", "one connection string only");
+        else
+            conninfo = argv[i];
+    }
+    if (!conninfo)
+        return cli_usage_error("probe", "a connection string is required");
+    tether_connector_opts o;
+    tether_connector_opts_init(&o);
+    o.conninfo = conninfo;
+    o.on_event = on_event;
+    tether_connector *c = NULL;
+    tether_error err = {0};
+    if (tether_connector_create(&c, &o, &err)) {
+        fprintf(stderr, "tether probe: %s\n", err.message);
+        return CLI_USAGE;
+    }
+    void *h = NULL;
+    int rc = tether_connector_connect(c, &h, &err);
+    if (json_mode) {
+        printf("{\"outcome\":\"%s\",\"attempts\":%d,\"elapsed_ms\":%lld,"
+               "\"error\":",
+               rc ? "fail" : "ok", err.attempts, (long long)err.elapsed_ms);
+        json_str(rc ? tether_errname(rc) : "");
+        printf(",\"class\":\"%s\",\"message\":",
+               tether_class_name(rc ? err.cls : TETHER_CLASS_NONE));
+        json_str(rc ? err.message : "");
+        printf("}\n");
+    } else if (rc) {
+        printf("failed after %d attempts, %lld ms: %s (%s)\n", err.attempts,
+               (long long)err.elapsed_ms, err.message,
+               tether_class_name(err.cls));
+    } else {
+        printf("connected after %d attempts, %lld ms\n", err.attempts,
+               (long long)err.elapsed_ms);
+    }
+    tether_connector_close(c, h);
+    tether_connector_destroy(c);
+    return rc ? CLI_FAIL : CLI_OK;
+}
