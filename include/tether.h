@@ -843,7 +843,9 @@ typedef struct tether_pool_opts {
     void *driver_ctx;            /* driver's target (tether_sim for sim) */
     tether_connector *connector; /* create connections through it (not
                                     owned); its driver is used */
-    const char *conninfo;        /* passed to the driver (copied) */
+    const char *conninfo;        /* for reference only (copied): the
+                                    driver_ctx or the connector says where
+                                    to connect */
     const char *name;            /* label in logs and metrics; must not hold
                                     secrets (default "pool") */
     int min_size;
@@ -901,7 +903,8 @@ TETHER_API int tether_pool_close(tether_pool *p, int64_t wait_ms,
                                  tether_error *err);
 
 /* tether_pool_destroy closes p, waiting for every lease, and frees it (NULL
- * is accepted). */
+ * is accepted). No other call on p may be in progress or follow, a
+ * release included: destroy after the threads using p are done. */
 TETHER_API void tether_pool_destroy(tether_pool *p);
 
 /* tether_pool_acquire_at borrows a connection within timeout_ms (-1: the
@@ -996,9 +999,13 @@ TETHER_API size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf,
 /* Registry (P8)                                                            */
 /* ------------------------------------------------------------------------ */
 
-/* Registry options. Defaults: pool template from tether_pool_opts_init (its
- * driver must be set before create), pools unused (no lease out, no
- * acquire) for 10 min are closed. */
+/* Registry options. Defaults: pool template from tether_pool_opts_init with
+ * name NULL (each pool is named by its connection string, password
+ * masked), pools unused (no lease out, no acquire) for 10 min are closed.
+ * With the template's driver NULL, pools are PostgreSQL pools opened from
+ * each connection string (tether_pool_open: hosts, credentials and pool
+ * settings all from the string); otherwise every pool copies the template
+ * (its connector must be NULL). */
 typedef struct tether_registry_opts {
     tether_pool_opts pool;   /* template for new pools (conninfo ignored) */
     int64_t evict_idle_ms;   /* 0 = never evict */
@@ -1039,9 +1046,11 @@ TETHER_API void tether_registry_clear_all(tether_registry *r);
 /* tether_registry_count returns how many pools r holds. */
 TETHER_API int tether_registry_count(tether_registry *r);
 
-/* tether_registry_normalize writes conninfo's registry key into buf
- * (NUL-terminated; cap bytes). Returns the key's length, or TETHER_ESPEC
- * for a malformed string (err names the problem, never a password). */
+/* tether_registry_normalize writes conninfo's registry key into buf like
+ * snprintf (NUL-terminated, truncated to cap; buf may be NULL when cap is
+ * 0) and returns the key's full length (>= cap: truncated), or
+ * TETHER_ESPEC for a malformed string (err names the problem, never a
+ * password). */
 TETHER_API int tether_registry_normalize(const char *conninfo, char *buf,
                                          size_t cap, tether_error *err);
 

@@ -293,11 +293,13 @@ static int one_key(tether__conncfg *cfg, const char *k, const char *v,
         return libpq_own(cfg, k, v, err);
     if (!strcmp(k, "host") || !strcmp(k, "port") || !strcmp(k, "hostaddr"))
         return 0; /* the endpoint list */
-    if (!tether__conninfo_known(k))
+    if (!tether__conninfo_known(k)) /* not quoted: it may be the tail of
+                                       an unquoted password with a space */
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                                "connection string: unknown keyword "
-                                "\"%.40s\"",
-                                k);
+                                "connection string: a keyword is neither "
+                                "libpq's nor tether's (unknown keyword; "
+                                "its name is not shown in case it is part "
+                                "of a password)");
     return add_param(cfg, k, v, err);
 }
 

@@ -405,6 +405,10 @@ static int handoff(tether_pool *p, tether_lease *s) {
 }
 
 void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
+    if (atomic_load_explicit(&p->closing, memory_order_relaxed)) {
+        tether__pool_discard(p, s, CLOSE_SHUTDOWN); /* never idle again */
+        return;
+    }
     if (head_overdue(p) && handoff(p, s))
         return;
     /* The exchange is a full barrier: either a waiter that queued before it
@@ -669,6 +673,8 @@ int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
 /* ---- release ------------------------------------------------------------- */
 
 static close_reason release_verdict(tether_pool *p, tether_lease *s) {
+    if (atomic_load_explicit(&p->closing, memory_order_relaxed))
+        return CLOSE_SHUTDOWN;
     int rc = p->drv->reset(s->conn, p->reset_query, NULL);
     if (rc < 0)
         return CLOSE_RESET;
