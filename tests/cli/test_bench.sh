@@ -8,28 +8,28 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 out=$("$bin" bench cycle --threads 2 --pool 2 --seconds 200ms --json)
 echo "$out"
-echo "$out" | grep -Eq '^\{"bench":"cycle","impl":"tether","threads":2,"pool":2,"seconds":0\.200,"ops_per_sec":[0-9]+,"errors":0,"bytes_per_conn":[0-9]+\}$' \
+grep -Eq <<<"$out" '^\{"bench":"cycle","impl":"tether","threads":2,"pool":2,"seconds":0\.200,"ops_per_sec":[0-9]+,"errors":0,"bytes_per_conn":[0-9]+\}$' \
   || fail "bad JSON line"
 ops=$(echo "$out" | sed -E 's/.*"ops_per_sec":([0-9]+).*/\1/')
 [ "$ops" -gt 0 ] || fail "no cycles counted"
 
 out=$("$bin" bench cycle --threads 6 --pool 2 --seconds 200ms --json)
 echo "$out"
-echo "$out" | grep -Eq '"p50_wait_ns":[0-9]+,"p99_wait_ns":[0-9]+,"max_wait_ns":[0-9]+' \
+grep -Eq <<<"$out" '"p50_wait_ns":[0-9]+,"p99_wait_ns":[0-9]+,"max_wait_ns":[0-9]+' \
   || fail "no wait distribution when threads > pool"
-echo "$out" | grep -q '"errors":0' || fail "errors with a waiting queue"
+grep -q <<<"$out" '"errors":0' || fail "errors with a waiting queue"
 
-"$bin" bench cycle --threads 1 --pool 1 --seconds 100ms | grep -q "acquire+release/s" || fail "human output"
-"$bin" bench cycle --help | grep -q usage || fail "--help"
+"$bin" bench cycle --threads 1 --pool 1 --seconds 100ms | grep -c "acquire+release/s" >/dev/null || fail "human output"
+"$bin" bench cycle --help | grep -c usage >/dev/null || fail "--help"
 
 set +e
 err=$("$bin" bench cycle --threads 0 2>&1); rc=$?
-[ $rc -eq 2 ] && echo "$err" | grep -q -- "--threads" || fail "bad --threads: rc=$rc $err"
+[ $rc -eq 2 ] && grep -q <<<"$err" -- "--threads" || fail "bad --threads: rc=$rc $err"
 err=$("$bin" bench cycle --pool x 2>&1); rc=$?
-[ $rc -eq 2 ] && echo "$err" | grep -q -- "--pool" || fail "bad --pool: rc=$rc $err"
+[ $rc -eq 2 ] && grep -q <<<"$err" -- "--pool" || fail "bad --pool: rc=$rc $err"
 err=$("$bin" bench cycle --seconds 0 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "--seconds 0 accepted"
 err=$("$bin" bench nope 2>&1); rc=$?
-[ $rc -eq 2 ] && echo "$err" | grep -q nope || fail "unknown benchmark: rc=$rc"
+[ $rc -eq 2 ] && grep -q <<<"$err" nope || fail "unknown benchmark: rc=$rc"
 set -e
 echo "test_bench: all checks passed"

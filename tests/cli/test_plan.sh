@@ -66,21 +66,21 @@ out=$("$bin" plan --strategy mirroring --login-timeout inf --rounds 12 --json)
 check "streaming: random start in [1000,5000], hosts x ports in order, doubling pauses"
 out=$("$bin" plan --strategy streaming --hosts a,b --ports 1,2,3 --seed 7 --rounds 3 --json)
 echo "$out"
-first=$(echo "$out" | head -1 | col delay_ms)
+first=$(head -1 <<<"$out" | col delay_ms)
 [ -n "$first" ] && [ "$first" -ge 1000 ] && [ "$first" -le 5000 ] || fail "streaming first pause $first"
-order=$(echo "$out" | grep '"attempt"' | sed -E 's/.*"host":"([^"]*)","port":([0-9]+).*/\1:\2/' | head -6 | joined)
+order=$(echo "$out" | grep '"attempt"' | sed -E 's/.*"host":"([^"]*)","port":([0-9]+).*/\1:\2/' | sed -n 1,6p | joined)
 [ "$order" = "a:1,a:2,a:3,b:1,b:2,b:3" ] || fail "streaming order: $order"
 [ "$(echo "$out" | grep -c '"attempt"')" -eq 18 ] || fail "streaming: 3 passes of 6"
 d=$(echo "$out" | col delay_ms | joined)
 [ "$d" = "$first,$((first * 2)),$((first * 4))" ] || fail "streaming pauses $d"
-echo "$out" | grep -q provision && fail "provisioning must not be a JSON line"
+grep -q <<<"$out" provision && fail "provisioning must not be a JSON line"
 [ "$("$bin" plan --strategy streaming --seed 7 --json)" = "$("$bin" plan --strategy streaming --seed 7 --json)" ] ||
   fail "same seed, different plan"
 caps=$("$bin" plan --strategy streaming --seed 1 --rounds 9 --json | col delay_ms | tail -2 | joined)
 [ "$caps" = "60000,60000" ] || fail "streaming cap at 60 s: $caps"
 human=$("$bin" plan --strategy streaming --seed 7 --rounds 2)
-echo "$human" | grep -q 'provisioning' || fail "human streaming output shows provisioning"
-echo "$human" | grep -q 'seed 7' || fail "human output prints the seed"
+grep -q <<<"$human" 'provisioning' || fail "human streaming output shows provisioning"
+grep -q <<<"$human" 'seed 7' || fail "human output prints the seed"
 
 check "sequential: backoff between passes, login timeout ends it"
 out=$("$bin" plan --strategy sequential --spec "fixed base=1s jitter=none timeout=2s" --json)
@@ -91,21 +91,21 @@ out=$("$bin" plan --strategy immediate --fail-after 1s --json)
 [ "$(echo "$out" | grep -c '"attempt"')" -eq 4 ] || fail "immediate: two passes over db1,db2"
 [ "$(echo "$out" | col delay_ms)" = "0" ] || fail "immediate pause"
 for s in grpc exponential fixed incremental reconnect; do
-  "$bin" plan --strategy $s --seed 3 --fail-after 100ms --rounds 3 --json | grep -q '"delay_ms"' ||
+  "$bin" plan --strategy $s --seed 3 --fail-after 100ms --rounds 3 --json | grep -c '"delay_ms"' >/dev/null ||
     fail "strategy $s shows no pause"
 done
 
 check "human output: table and summary"
 human=$("$bin" plan --strategy mirroring --seed 1)
 echo "$human"
-echo "$human" | grep -q 'principal:5432' || fail "human table"
-echo "$human" | grep -q 'pause 100 ms' || fail "human pause line"
-echo "$human" | tail -1 | grep -q '^6 attempts, 14700 ms' || fail "human summary"
+grep -q <<<"$human" 'principal:5432' || fail "human table"
+grep -q <<<"$human" 'pause 100 ms' || fail "human pause line"
+tail -1 <<<"$human" | grep -c '^6 attempts, 14700 ms' || fail "human summary"
 
 check "--help exits 0 and lists every option"
 help=$("$bin" plan --help)
 for o in --strategy --login-timeout --hosts --ports --seed --fail-after --rounds --spec --json; do
-  echo "$help" | grep -q -- "$o" || fail "--help lacks $o"
+  grep -q <<<"$help" -- "$o" || fail "--help lacks $o"
 done
 
 check "bad input: exit 2, the option and value named"
@@ -115,8 +115,8 @@ bad() { # bad WANT_IN_MESSAGE ARGS...
   err=$("$bin" plan "$@" 2>&1 >/dev/null); rc=$?
   set -e
   [ $rc -eq 2 ] || fail "plan $*: rc=$rc, want 2"
-  echo "$err" | grep -q -- "$want" || fail "plan $*: message lacks '$want': $err"
-  echo "  plan $* -> $err" | head -1
+  grep -q <<<"$err" -- "$want" || fail "plan $*: message lacks '$want': $err"
+  printf '  plan %s -> %s\n' "$*" "${err%%$'\n'*}"
 }
 bad bogus --strategy bogus
 bad --login-timeout --login-timeout 5x
