@@ -818,8 +818,21 @@ TETHER_API void tether_connector_invalidate(tether_connector *c);
 /* tether_target_name returns "any", "read-write", ... */
 TETHER_API const char *tether_target_name(tether_target t);
 
-/* tether_driver_pq returns the PostgreSQL driver (libpq, non-blocking). */
+/* tether_driver_pq returns the PostgreSQL driver (libpq; connects without
+ * blocking). tether_lease_handle and tether_connector_connect give the
+ * PGconn *, in libpq's usual blocking mode. */
 TETHER_API const tether_driver *tether_driver_pq(void);
+
+/* tether_pq_error fills err from a failed libpq call in a work function:
+ * from pgresult (a PGresult *: its SQLSTATE and primary message) when it
+ * carries an SQLSTATE, else from the state of pgconn (a PGconn *; a lost
+ * connection is TETHER_EBROKEN, transient, not_sent 0). Classes follow the
+ * SQLSTATE (docs/pq-driver.md): 40001/40P01 TETHER_ECONFLICT and 53300
+ * TETHER_ETHROTTLED are transient or throttled, 25006 TETHER_EREADONLY
+ * re-routes to the primary, class 28 is permanent. Returns the code
+ * (negative), or 0 when pgresult is a successful result. */
+TETHER_API int tether_pq_error(void *pgconn, void *pgresult,
+                               tether_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Pool (P1-P12)                                                            */

@@ -7,29 +7,39 @@
 #include <errno.h>
 #include <poll.h>
 
-/* Wait for w until at most deadline (ms on clock; -1 none). Returns 1 when
- * the deadline passed first, else 0. */
+static int64_t now_ns(const tether_clock *clock) {
+    return clock->now_ns(clock->ctx);
+}
+
+/* Wait for w until at most deadline (ns on clock; -1 none). Returns 1 when
+ * the deadline passed first, else 0. Deadlines are kept in nanoseconds, and
+ * poll() gets the remaining time rounded up, so that a budget of N ms never
+ * ends before N ms have passed. */
 static int wait_once(const tether__wait *w, int64_t deadline,
                      const tether_clock *clock) {
-    int64_t now = tether__now_ms(clock);
+    int64_t now = now_ns(clock);
     if (deadline >= 0 && now >= deadline)
         return 1;
     if (w->fd < 0) {
-        int64_t until = w->wake_ms;
+        int64_t wake = w->wake_ms < 0 ? -1 : w->wake_ms * TETHER__NS_PER_MS;
+        int64_t until = wake;
         if (deadline >= 0 && (until < 0 || until > deadline))
             until = deadline;
         if (until < 0) /* no wake time, no deadline: a hang; do not spin */
-            until = now + 100;
+            until = now + 100 * TETHER__NS_PER_MS;
         if (until > now)
-            clock->sleep_ns(clock->ctx, (until - now) * TETHER__NS_PER_MS);
-        return deadline >= 0 && tether__now_ms(clock) >= deadline &&
-               (w->wake_ms < 0 || w->wake_ms > deadline);
+            clock->sleep_ns(clock->ctx, until - now);
+        return deadline >= 0 && now_ns(clock) >= deadline &&
+               (wake < 0 || wake > deadline);
     }
     struct pollfd pfd = {w->fd, w->events, 0};
-    int ms = deadline < 0 ? -1 : (int)TETHER__MIN(deadline - now, 1 << 30);
+    int64_t left = deadline < 0 ? -1
+                                : (deadline - now + TETHER__NS_PER_MS - 1) /
+                                      TETHER__NS_PER_MS;
+    int ms = left < 0 ? -1 : (int)TETHER__MIN(left, 1 << 30);
     int rc = poll(&pfd, 1, ms);
     if (rc == 0 && deadline >= 0)
-        return tether__now_ms(clock) >= deadline;
+        return now_ns(clock) >= deadline;
     return 0; /* ready, error or EINTR: let the driver look */
 }
 
@@ -38,7 +48,8 @@ int tether__driver_connect(const tether_driver *d, void *ctx,
                            const tether_clock *clock, void **conn,
                            tether_error *err) {
     clock = tether__clock(clock);
-    int64_t deadline = budget_ms < 0 ? -1 : tether__now_ms(clock) + budget_ms;
+    int64_t deadline =
+        budget_ms < 0 ? -1 : now_ns(clock) + budget_ms * TETHER__NS_PER_MS;
     tether__wait w = {-1, 0, -1};
     *conn = NULL;
     int rc = d->connect_start(ctx, ep, conn, &w, err);
