@@ -31,18 +31,20 @@ static void on_event(void *ctx, const tether_connect_event *ev) {
     (void)ctx;
     if (json_mode) {
         printf("{\"attempt\":%d,\"host\":", ev->attempt);
+        /* pauses: delay_ms says how long */
         json_str(ev->host);
         printf(",\"port\":%d,\"phase\":\"%s\",\"class\":\"%s\",\"code\":",
                ev->port, ev->phase, tether_class_name(ev->cls));
         json_str(ev->code ? tether_errname(ev->code) : "");
         printf(",\"role\":\"%s\",\"elapsed_ms\":%lld,\"budget_ms\":%lld,"
-               "\"message\":",
+               "\"delay_ms\":%lld,\"message\":",
                role_name(ev->role), (long long)ev->elapsed_ms,
-               (long long)ev->budget_ms);
+               (long long)ev->budget_ms, (long long)ev->delay_ms);
         json_str(ev->message);
         printf("}\n");
     } else if (!strcmp(ev->phase, "pause") || !strcmp(ev->phase, "provision")) {
-        printf("%8lld ms  %-9s\n", (long long)ev->elapsed_ms, ev->phase);
+        printf("%8lld ms  %-9s %lld ms\n", (long long)ev->elapsed_ms,
+               ev->phase, (long long)ev->delay_ms);
     } else {
         printf("%8lld ms  %-9s #%-3d %s:%d%s%s%s\n", (long long)ev->elapsed_ms,
                ev->phase, ev->attempt, ev->host, ev->port, ev->role ? " (" : "",

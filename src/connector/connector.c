@@ -138,6 +138,7 @@ void tether__connector_event(tether_connector *c, int attempt,
                              int64_t elapsed_ms, int64_t budget_ms) {
     if (!c->o.on_event)
         return;
+    int pause = !strcmp(phase, "pause"); /* budget_ms carries the delay */
     tether_connect_event ev = {attempt,
                                ep && ep->host ? ep->host : "(default)",
                                ep ? ep->port : 0,
@@ -146,8 +147,8 @@ void tether__connector_event(tether_connector *c, int attempt,
                                err ? err->cls : TETHER_CLASS_NONE,
                                role,
                                elapsed_ms,
-                               budget_ms,
-                               0,
+                               pause ? -1 : budget_ms,
+                               pause ? budget_ms : 0,
                                err ? err->message : ""};
     c->o.on_event(c->o.event_ctx, &ev);
 }
@@ -393,7 +394,7 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
         if (st.kind == TETHER_STEP_DONE || r->fallback || r->permanent)
             return finish(r, conn, err);
         tether__connector_event(r->c, 0, NULL, "pause", NULL, 0,
-                                now_ms(r) - r->start_ms, 0);
+                                now_ms(r) - r->start_ms, st.delay_ms);
         r->clock->sleep_ns(r->clock->ctx, st.delay_ms * TETHER__NS_PER_MS);
     }
 }

@@ -1,0 +1,413 @@
+/* bench_query.c - `tether bench query`: acquire, SELECT 1, release against
+ * PostgreSQL through a tether pool, T threads on a pool of P, for S seconds
+ * (DESIGN.md sections 5 and 6). Every operation is timed on
+ * CLOCK_MONOTONIC (a round trip costs tens of microseconds, two clock reads
+ * cost tens of nanoseconds) into per-thread log-linear histograms, and so
+ * is its acquire part (the wait):
+ *
+ *   --mode run      (default) tether_pool_run with a work function that
+ *                   runs PQexec(conn, "SELECT 1"); the wait is the time
+ *                   from the call to the start of the work function.
+ *   --mode acquire  tether_pool_acquire, PQexec, tether_lease_release; the
+ *                   wait is the acquire call alone.
+ *
+ * The peers (bench/peers/query_*.c) print the same JSON line;
+ * bench/run-query runs them all side by side. */
+#include "cli.h"
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int cli_bench_query(int argc, char **argv);
+
+#define CMD "bench query"
+
+/* Log-linear histogram of nanoseconds: 0..15 exact, then 16 linear
+ * sub-buckets per power of two (percentiles within ~3 %; max is exact). */
+#define QH_SUB 16
+#define QH_BUCKETS (61 * QH_SUB)
+
+typedef struct qhist {
+    uint64_t n, max;
+    uint64_t b[QH_BUCKETS];
+} qhist;
+
+static unsigned qh_index(uint64_t v) {
+    if (v < QH_SUB)
+        return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v);
+    return (e - 3) * QH_SUB + ((unsigned)(v >> (e - 4)) & (QH_SUB - 1));
+}
+
+static uint64_t qh_mid(unsigned i) {
+    if (i < QH_SUB)
+        return i;
+    unsigned e = i / QH_SUB + 3;
+    uint64_t w = (uint64_t)1 << (e - 4);
+    return ((QH_SUB + (uint64_t)(i % QH_SUB)) << (e - 4)) + w / 2;
+}
+
+static void qh_add(qhist *h, uint64_t v) {
+    h->b[qh_index(v)]++;
+    h->n++;
+    if (v > h->max)
+        h->max = v;
+}
+
+static void qh_merge(qhist *into, const qhist *h) {
+    for (unsigned i = 0; i < QH_BUCKETS; i++)
+        into->b[i] += h->b[i];
+    into->n += h->n;
+    if (h->max > into->max)
+        into->max = h->max;
+}
+
+/* The pct-th percentile in ns (0 when empty), capped at the exact max. */
+static uint64_t qh_pct(const qhist *h, unsigned pct) {
+    if (h->n == 0)
+        return 0;
+    uint64_t want = (h->n * pct + 99) / 100, acc = 0;
+    for (unsigned i = 0; i < QH_BUCKETS; i++)
+        if ((acc += h->b[i]) >= want)
+            return qh_mid(i) < h->max ? qh_mid(i) : h->max;
+    return h->max;
+}
+
+typedef struct query_opts {
+    const char *conninfo;
+    int threads, pool, json, run_mode;
+    int64_t seconds_ms;
+} query_opts;
+
+typedef struct qworker {
+    _Alignas(64) uint64_t ops;
+    uint64_t errors;
+    uint64_t work_start; /* run mode: first call of the work function */
+    tether_pool *p;
+    const query_opts *o;
+    char first_error[TETHER_MSG_MAX + 32];
+    qhist op, wait;
+    pthread_t tid;
+} qworker;
+
+static struct {
+    _Alignas(64) atomic_int stop;
+    _Alignas(64) pthread_barrier_t start;
+} qsync;
+
+static uint64_t qnow(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* One SELECT 1 on conn; on failure fills err (class transient when the
+ * connection is gone, so that tether_pool_run may retry it elsewhere). */
+static int select1(PGconn *conn, tether_error *err) {
+    PGresult *r = PQexec(conn, "SELECT 1");
+    if (r && PQresultStatus(r) == PGRES_TUPLES_OK) {
+        PQclear(r);
+        return 0;
+    }
+    const char *msg = r ? PQresultErrorMessage(r) : "";
+    if (!*msg)
+        msg = PQerrorMessage(conn);
+    int n = (int)strcspn(msg, "\n");
+    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    int rc;
+    if (PQstatus(conn) == CONNECTION_BAD)
+        rc = tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
+                              "SELECT 1: connection lost: %.*s", n, msg);
+    else
+        rc = tether_error_set(err, TETHER_EQUERY, TETHER_CLASS_NONE,
+                              "SELECT 1: %.*s", n, msg);
+    if (err && st && strlen(st) == 5)
+        memcpy(err->sqlstate, st, 6);
+    PQclear(r);
+    return rc;
+}
+
+static int work_select1(void *handle, void *arg, const tether_attempt *a,
+                        tether_error *err) {
+    qworker *w = arg;
+    if (a->number == 1)
+        w->work_start = qnow();
+    return select1(handle, err);
+}
+
+static void note_error(qworker *w, const tether_error *err) {
+    if (w->errors++ == 0)
+        snprintf(w->first_error, sizeof(w->first_error), "%s: %s",
+                 tether_errname(err->code), err->message);
+}
+
+static void *qworker_main(void *arg) {
+    qworker *w = arg;
+    tether_error err;
+    tether_error_clear(&err);
+    int rc = pthread_barrier_wait(&qsync.start);
+    (void)rc;
+    while (!atomic_load_explicit(&qsync.stop, memory_order_relaxed)) {
+        uint64_t t0 = qnow(), tw;
+        if (w->o->run_mode) {
+            w->work_start = 0;
+            rc = tether_pool_run(w->p, TETHER_IDEMPOTENT, work_select1, w,
+                                 &err);
+            tw = w->work_start ? w->work_start : 0;
+        } else {
+            tether_lease *l;
+            rc = tether_pool_acquire(w->p, -1, &l, &err);
+            tw = qnow();
+            if (rc == 0) {
+                rc = select1(tether_lease_handle(l), &err);
+                if (rc == TETHER_EBROKEN)
+                    tether_lease_discard(l);
+                else
+                    tether_lease_release(l);
+            }
+        }
+        uint64_t t1 = qnow();
+        if (tw)
+            qh_add(&w->wait, tw - t0);
+        if (rc) {
+            note_error(w, &err);
+            continue;
+        }
+        qh_add(&w->op, t1 - t0);
+        w->ops++;
+    }
+    return NULL;
+}
+
+/* conninfo plus tether_pool_min=P tether_pool_max=P, in the string's own
+ * form (key=value pairs or a postgresql:// URI). */
+static char *pool_conninfo(const char *ci, int pool) {
+    size_t n = strlen(ci) + 80;
+    char *s = malloc(n);
+    if (!s)
+        return NULL;
+    int uri = !strncmp(ci, "postgresql://", 13) || !strncmp(ci, "postgres://", 11);
+    if (uri)
+        snprintf(s, n, "%s%ctether_pool_min=%d&tether_pool_max=%d", ci,
+                 strchr(ci, '?') ? '&' : '?', pool, pool);
+    else
+        snprintf(s, n, "%s tether_pool_min=%d tether_pool_max=%d", ci, pool,
+                 pool);
+    return s;
+}
+
+/* Acquire all P connections (each checked with a SELECT 1), then release
+ * them, so that the window starts with a full, idle pool. */
+static int warm_up(tether_pool *p, int pool, tether_error *err) {
+    tether_lease **l = calloc((size_t)pool, sizeof(*l));
+    int n = 0, rc = l ? 0 : tether_error_set(err, TETHER_ENOMEM,
+                                             TETHER_CLASS_PERMANENT, NULL);
+    while (rc == 0 && n < pool &&
+           (rc = tether_pool_acquire(p, 30000, &l[n], err)) == 0) {
+        n++;
+        rc = select1(tether_lease_handle(l[n - 1]), err);
+    }
+    for (int i = 0; i < n; i++)
+        tether_lease_release(l[i]);
+    free(l);
+    return rc;
+}
+
+typedef struct query_result {
+    double secs, ops_per_sec;
+    uint64_t ops, errors, retries;
+    qhist op, wait;
+    char first_error[TETHER_MSG_MAX + 32];
+} query_result;
+
+static int run_query(const query_opts *o, query_result *r) {
+    memset(r, 0, sizeof(*r));
+    tether_error err;
+    tether_error_clear(&err);
+    char *ci = pool_conninfo(o->conninfo, o->pool);
+    tether_pool *p = NULL;
+    int rc = ci ? tether_pool_open(&p, ci, NULL, NULL, &err) : TETHER_ENOMEM;
+    free(ci);
+    if (rc == 0)
+        rc = warm_up(p, o->pool, &err);
+    if (rc) {
+        fprintf(stderr, "tether " CMD ": %s\n",
+                err.message[0] ? err.message : tether_strerror(rc));
+        tether_pool_destroy(p);
+        return -1;
+    }
+    tether_pool_metrics m0, m1;
+    tether_pool_metrics_get(p, &m0);
+
+    size_t n = (size_t)o->threads;
+    qworker *ws = aligned_alloc(64, sizeof(qworker) * n);
+    if (!ws) {
+        tether_pool_destroy(p);
+        return -1;
+    }
+    memset(ws, 0, sizeof(qworker) * n);
+    atomic_store(&qsync.stop, 0);
+    pthread_barrier_init(&qsync.start, NULL, (unsigned)n + 1);
+    for (size_t i = 0; i < n; i++) {
+        ws[i].p = p;
+        ws[i].o = o;
+        if (pthread_create(&ws[i].tid, NULL, qworker_main, &ws[i])) {
+            fprintf(stderr, "tether " CMD ": cannot start thread %zu\n", i);
+            exit(CLI_FAIL); /* a half-filled barrier cannot be unwound */
+        }
+    }
+    pthread_barrier_wait(&qsync.start);
+    uint64_t t0 = qnow();
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += (time_t)(o->seconds_ms / 1000);
+    until.tv_nsec += (long)(o->seconds_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL))
+        ;
+    uint64_t t1 = qnow();
+    atomic_store(&qsync.stop, 1);
+    for (size_t i = 0; i < n; i++)
+        pthread_join(ws[i].tid, NULL);
+    pthread_barrier_destroy(&qsync.start);
+    tether_pool_metrics_get(p, &m1);
+    tether_pool_destroy(p);
+
+    r->secs = (double)(t1 - t0) / 1e9;
+    for (size_t i = 0; i < n; i++) {
+        r->ops += ws[i].ops;
+        r->errors += ws[i].errors;
+        qh_merge(&r->op, &ws[i].op);
+        qh_merge(&r->wait, &ws[i].wait);
+        if (ws[i].errors && !r->first_error[0])
+            memcpy(r->first_error, ws[i].first_error, sizeof(r->first_error));
+    }
+    r->ops_per_sec = (double)r->ops / r->secs;
+    r->retries = m1.retries - m0.retries;
+    free(ws);
+    return 0;
+}
+
+static double us(uint64_t ns) { return (double)ns / 1000.0; }
+
+static void print_query(const query_opts *o, const query_result *r) {
+    const char *mode = o->run_mode ? "run" : "acquire";
+    if (o->json) {
+        printf("{\"bench\":\"query\",\"impl\":\"tether\",\"mode\":\"%s\","
+               "\"threads\":%d,\"pool\":%d,\"seconds\":%g,"
+               "\"ops_per_sec\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
+               "\"max_us\":%.1f,\"errors\":%llu,\"retries\":%llu,"
+               "\"p50_wait_us\":%.1f,\"p99_wait_us\":%.1f,"
+               "\"max_wait_us\":%.1f}\n",
+               mode, o->threads, o->pool, (double)o->seconds_ms / 1000.0,
+               r->ops_per_sec, us(qh_pct(&r->op, 50)), us(qh_pct(&r->op, 99)),
+               us(r->op.max), (unsigned long long)r->errors,
+               (unsigned long long)r->retries, us(qh_pct(&r->wait, 50)),
+               us(qh_pct(&r->wait, 99)), us(r->wait.max));
+    } else {
+        printf("query (tether, mode %s): %d threads, pool %d, %.1f s: "
+               "%.0f SELECT 1/s (%llu ops)\n",
+               mode, o->threads, o->pool, r->secs, r->ops_per_sec,
+               (unsigned long long)r->ops);
+        printf("  latency (%s): p50 %.1f us, p99 %.1f us, max %.1f us\n",
+               o->run_mode ? "tether_pool_run" : "acquire+query+release",
+               us(qh_pct(&r->op, 50)), us(qh_pct(&r->op, 99)), us(r->op.max));
+        printf("  acquire wait: p50 %.1f us, p99 %.1f us, max %.1f us\n",
+               us(qh_pct(&r->wait, 50)), us(qh_pct(&r->wait, 99)),
+               us(r->wait.max));
+        printf("  %llu errors, %llu retries\n", (unsigned long long)r->errors,
+               (unsigned long long)r->retries);
+    }
+    if (r->errors)
+        fprintf(stderr, "tether " CMD ": first error: %s\n", r->first_error);
+    fflush(stdout);
+}
+
+static void query_usage(FILE *f) {
+    fprintf(f,
+            "usage: tether bench query --conninfo C [--threads T] [--pool P] "
+            "[--seconds S]\n"
+            "                          [--mode run|acquire] [--json]\n\n"
+            "SELECT 1 through a tether pool against PostgreSQL: T threads "
+            "(default 8)\nloop acquire, SELECT 1, release on a pool of P "
+            "connections (default 8)\nfor S seconds (default 5). The pool "
+            "size is appended to C as\ntether_pool_min=P tether_pool_max=P; "
+            "the pool is filled before timing.\n\n"
+            "  --mode run      tether_pool_run with a SELECT 1 work function "
+            "(default);\n"
+            "                  wait = call to start of the work function\n"
+            "  --mode acquire  tether_pool_acquire + PQexec + "
+            "tether_lease_release;\n"
+            "                  wait = the acquire call\n\n"
+            "Prints ops/s, per-operation latency p50/p99/max and acquire "
+            "wait in\nmicroseconds, errors and retries. Side by side with "
+            "the peers: bench/run-query.\n");
+}
+
+static int query_args(int argc, char **argv, query_opts *o) {
+    long long v;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *val;
+        if (!strcmp(a, "--json")) {
+            o->json = 1;
+            continue;
+        }
+        if (!cli_opt_is(a, "--conninfo") && !cli_opt_is(a, "--threads") &&
+            !cli_opt_is(a, "--pool") && !cli_opt_is(a, "--seconds") &&
+            !cli_opt_is(a, "--mode"))
+            return cli_usage_error(CMD, "unknown option '%s'", a);
+        if (!(val = cli_value(CMD, argc, argv, &i)))
+            return CLI_USAGE;
+        if (cli_opt_is(a, "--conninfo")) {
+            if (!*val)
+                return cli_usage_error(CMD, "--conninfo must not be empty");
+            o->conninfo = val;
+        } else if (cli_opt_is(a, "--mode")) {
+            if (strcmp(val, "run") && strcmp(val, "acquire"))
+                return cli_usage_error(CMD, "--mode: want run or acquire, "
+                                            "not '%s'", val);
+            o->run_mode = !strcmp(val, "run");
+        } else if (cli_opt_is(a, "--seconds")) {
+            if (cli_parse_duration(CMD, "--seconds", val, &o->seconds_ms))
+                return CLI_USAGE;
+            if (o->seconds_ms <= 0)
+                return cli_usage_error(CMD, "--seconds must be > 0");
+        } else {
+            int threads = cli_opt_is(a, "--threads");
+            if (cli_parse_int(CMD, threads ? "--threads" : "--pool", val, 1,
+                              threads ? 4096 : 100000, &v))
+                return CLI_USAGE;
+            *(threads ? &o->threads : &o->pool) = (int)v;
+        }
+    }
+    if (!o->conninfo)
+        return cli_usage_error(CMD, "--conninfo is required");
+    return 0;
+}
+
+/* argv[0] is "query"; the options follow. */
+int cli_bench_query(int argc, char **argv) {
+    if (cli_want_help(argc, argv)) {
+        query_usage(stdout);
+        return CLI_OK;
+    }
+    query_opts o = {NULL, 8, 8, 0, 1, 5000};
+    if (query_args(argc, argv, &o))
+        return CLI_USAGE;
+    query_result *r = malloc(sizeof(*r));
+    if (!r || run_query(&o, r)) {
+        free(r);
+        return CLI_FAIL;
+    }
+    print_query(&o, r);
+    int rc = r->ops == 0 ? CLI_FAIL : CLI_OK;
+    free(r);
+    return rc;
+}
