@@ -1,0 +1,536 @@
+/* test_failover.c - the connector and the pool against a real PostgreSQL
+ * primary and streaming standby under real faults (issue "PostgreSQL for
+ * real", tests 1-9). Run through the cluster script, which starts the
+ * servers, exports where they are, and always cleans up:
+ *
+ *   scripts/pg-cluster run -- test_failover PG_CLUSTER_SCRIPT FAULTPROXY
+ *
+ * The destructive steps (promotion, stopping the old primary) come last. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tether.h"
+
+static const char *cluster_script, *proxy_bin;
+static char base[512]; /* user, password, dbname */
+static int primary_port, standby_port;
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void cluster(const char *fmt, ...) {
+    char args[256], cmd[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof(args), fmt, ap);
+    va_end(ap);
+    /* the script takes the directory after the verb */
+    char verb[64] = "", rest[192] = "";
+    sscanf(args, "%63s %191[^\n]", verb, rest);
+    snprintf(cmd, sizeof(cmd), "%s %s %s %s >/dev/null 2>&1", cluster_script,
+             verb, getenv("PGC_DIR"), rest);
+    if (system(cmd) != 0)
+        fail_msg("cluster command failed: %s", cmd);
+}
+
+/* The value of the first row and column of sql on c ("" on error). */
+static const char *value(PGconn *c, const char *sql) {
+    static char buf[128];
+    PGresult *r = PQexec(c, sql);
+    buf[0] = '\0';
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
+        snprintf(buf, sizeof(buf), "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return buf;
+}
+
+static int exec_ok(PGconn *c, const char *sql) {
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    PQclear(r);
+    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+}
+
+typedef struct events {
+    char text[8192];
+    int fails, oks;
+} events;
+
+static void on_event(void *ctx, const tether_connect_event *ev) {
+    events *e = ctx;
+    char line[256];
+    snprintf(line, sizeof(line), "%s %s:%d %s t=%lld b=%lld\n", ev->phase,
+             ev->host, ev->port, ev->code ? tether_errname(ev->code) : "-",
+             (long long)ev->elapsed_ms, (long long)ev->budget_ms);
+    if (strlen(e->text) + strlen(line) < sizeof(e->text))
+        strcat(e->text, line);
+    e->fails += !strcmp(ev->phase, "fail");
+    e->oks += !strcmp(ev->phase, "ok");
+}
+
+static tether_connector *connector(const char *extra, events *ev) {
+    char ci[1024];
+    snprintf(ci, sizeof(ci), "%s %s", base, extra);
+    tether_connector_opts o;
+    tether_connector_opts_init(&o);
+    o.conninfo = ci;
+    o.on_event = ev ? on_event : NULL;
+    o.event_ctx = ev;
+    tether_connector *c = NULL;
+    tether_error err = {0};
+    if (tether_connector_create(&c, &o, &err))
+        fail_msg("connector: %s", err.message);
+    return c;
+}
+
+static tether_pool *pool(const char *extra) {
+    char ci[1024];
+    snprintf(ci, sizeof(ci), "%s %s", base, extra);
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    if (tether_pool_open(&p, ci, NULL, NULL, &err))
+        fail_msg("pool: %s", err.message);
+    return p;
+}
+
+static int port_of(PGconn *c) {
+    return atoi(value(c, "SELECT inet_server_port()"));
+}
+
+/* 1. [a closed port, the primary]: connects; the events show the refusal. */
+static void test_closed_port_then_primary(void **state) {
+    (void)state;
+    events ev = {0};
+    char extra[128];
+    snprintf(extra, sizeof(extra), "host=127.0.0.1,127.0.0.1 port=1,%d",
+             primary_port);
+    tether_connector *c = connector(extra, &ev);
+    PGconn *pg = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_connector_connect(c, (void **)&pg, &err), 0);
+    assert_int_equal(port_of(pg), primary_port);
+    assert_non_null(strstr(ev.text, "fail 127.0.0.1:1 TETHER_ECONNECT"));
+    tether_connector_close(c, pg);
+    tether_connector_destroy(c);
+}
+
+/* A fault proxy in front of the primary. */
+typedef struct proxy {
+    pid_t pid;
+    int port;
+    char ctl[128];
+} proxy;
+
+static void proxy_start(proxy *px) {
+    snprintf(px->ctl, sizeof(px->ctl), "/tmp/tether-fp-%d.sock", getpid());
+    unlink(px->ctl);
+    char target[64];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", primary_port);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    px->pid = fork();
+    if (px->pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(proxy_bin, proxy_bin, "serve", "--listen", "0", "--target",
+              target, "--control", px->ctl, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[64] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    assert_int_equal(sscanf(line, "port %d", &px->port), 1);
+}
+
+static void proxy_stop(proxy *px) {
+    kill(px->pid, SIGTERM);
+    waitpid(px->pid, NULL, 0);
+    unlink(px->ctl);
+}
+
+static void proxy_mode(proxy *px, const char *mode) {
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "%s ctl %s %s >/dev/null", proxy_bin, px->ctl,
+             mode);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* 2. A blackhole first: the attempt budget and the login timeout are kept
+ * to within 50 ms. */
+static void test_blackhole_budgets(void **state) {
+    (void)state;
+    proxy px;
+    proxy_start(&px);
+    proxy_mode(&px, "blackhole");
+    char extra[256];
+    snprintf(extra, sizeof(extra),
+             "host=127.0.0.1,127.0.0.1 port=%d,%d tether_attempt_timeout=300ms "
+             "tether_login_timeout=5s",
+             px.port, primary_port);
+    events ev = {0};
+    tether_connector *c = connector(extra, &ev);
+    PGconn *pg = NULL;
+    tether_error err = {0};
+    int64_t t0 = now_ms();
+    assert_int_equal(tether_connector_connect(c, (void **)&pg, &err), 0);
+    int64_t took = now_ms() - t0;
+    print_message("blackhole first: connected after %lld ms\n%s",
+                  (long long)took, ev.text);
+    assert_true(took >= 300 && took <= 350 + 100); /* 300 ms + a connect */
+    assert_int_equal(port_of(pg), primary_port);
+    tether_connector_close(c, pg);
+    tether_connector_destroy(c);
+    /* Only the blackhole: the login timeout ends it. */
+    snprintf(extra, sizeof(extra),
+             "host=127.0.0.1 port=%d tether_login_timeout=1s", px.port);
+    c = connector(extra, NULL);
+    t0 = now_ms();
+    assert_int_equal(tether_connector_connect(c, (void **)&pg, &err),
+                     TETHER_ETIMEDOUT);
+    took = now_ms() - t0;
+    print_message("blackhole only, login timeout 1 s: gave up after %lld ms\n",
+                  (long long)took);
+    assert_true(took >= 950 && took <= 1050);
+    tether_connector_destroy(c);
+    proxy_stop(&px);
+}
+
+/* 3. Mirroring against a stopped principal and a live partner. */
+static void test_mirroring_stopped_principal(void **state) {
+    (void)state;
+    cluster("stop-node standby");
+    char extra[256];
+    snprintf(extra, sizeof(extra),
+             "host=127.0.0.1,127.0.0.1 port=%d,%d tether_strategy=mirroring",
+             standby_port, primary_port);
+    events ev = {0};
+    tether_connector *c = connector(extra, &ev);
+    PGconn *pg = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_connector_connect(c, (void **)&pg, &err), 0);
+    assert_int_equal(port_of(pg), primary_port);
+    assert_int_equal(ev.fails, 1); /* the principal, at once */
+    tether_connector_close(c, pg);
+    tether_connector_destroy(c);
+    cluster("start-node standby");
+}
+
+/* 4a. Role targeting whatever the order. */
+static void test_roles(void **state) {
+    (void)state;
+    const char *targets[] = {"read-write", "standby", "read-only", "primary"};
+    const int want_standby[] = {0, 1, 1, 0};
+    for (int order = 0; order < 2; order++)
+        for (int t = 0; t < 4; t++) {
+            char extra[256];
+            snprintf(extra, sizeof(extra),
+                     "host=127.0.0.1,127.0.0.1 port=%d,%d "
+                     "target_session_attrs=%s",
+                     order ? standby_port : primary_port,
+                     order ? primary_port : standby_port, targets[t]);
+            tether_connector *c = connector(extra, NULL);
+            PGconn *pg = NULL;
+            tether_error err = {0};
+            assert_int_equal(tether_connector_connect(c, (void **)&pg, &err),
+                             0);
+            assert_string_equal(value(pg, "SELECT pg_is_in_recovery()"),
+                                want_standby[t] ? "t" : "f");
+            tether_connector_close(c, pg);
+            tether_connector_destroy(c);
+        }
+}
+
+static int select1(void *handle, void *arg, const tether_attempt *a,
+                   tether_error *err) {
+    (void)arg, (void)a;
+    PGresult *r = PQexec(handle, "SELECT 1");
+    int rc = PQresultStatus(r) == PGRES_TUPLES_OK
+                 ? 0
+                 : tether_pq_error(handle, r, err);
+    PQclear(r);
+    return rc;
+}
+
+/* 5. pg_terminate_backend on every pooled connection: the next run()
+ * calls succeed, the application sees no error. */
+static void test_terminate_all(void **state) {
+    (void)state;
+    char extra[128];
+    snprintf(extra, sizeof(extra),
+             "host=127.0.0.1 port=%d tether_pool_max=4 tether_pool_min=4",
+             primary_port);
+    tether_pool *p = pool(extra);
+    tether_lease *l[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(tether_pool_acquire(p, 5000, &l[i], NULL), 0);
+    for (int i = 0; i < 4; i++)
+        tether_lease_release(l[i]);
+    cluster("terminate primary");
+    usleep(200 * 1000);
+    for (int i = 0; i < 20; i++) {
+        tether_error err = {0};
+        int rc = tether_pool_run(p, 0, select1, NULL, &err); /* not even
+                                                                 idempotent */
+        if (rc)
+            fail_msg("run %d after terminate: %s", i, err.message);
+    }
+    tether_pool_destroy(p);
+}
+
+typedef struct sleeper {
+    tether_pool *p;
+    unsigned flags;
+    int rc;
+    tether_error err;
+    int calls;
+} sleeper;
+
+static int slow_query(void *handle, void *arg, const tether_attempt *a,
+                      tether_error *err) {
+    (void)a;
+    sleeper *s = arg;
+    s->calls++;
+    PGresult *r =
+        PQexec(handle, s->calls == 1 ? "SELECT pg_sleep(3)" : "SELECT 1");
+    int rc = PQresultStatus(r) == PGRES_TUPLES_OK
+                 ? 0
+                 : tether_pq_error(handle, r, err);
+    PQclear(r);
+    return rc;
+}
+
+static void *sleeper_main(void *arg) {
+    sleeper *s = arg;
+    s->rc = tether_pool_run(s->p, s->flags, slow_query, s, &s->err);
+    return NULL;
+}
+
+/* 6. Primary restart during work: idempotent work completes after the
+ * restart within its deadline; non-idempotent work gets a clear error. */
+static void test_restart_during_work(void **state) {
+    (void)state;
+    char extra[256];
+    snprintf(extra, sizeof(extra),
+             "host=127.0.0.1 port=%d tether_pool_max=4 "
+             "tether_retry='exponential base=100ms max=1s attempts=40 "
+             "deadline=30s'",
+             primary_port);
+    tether_pool *p = pool(extra);
+    sleeper idem = {p, TETHER_IDEMPOTENT, -1, {0}, 0};
+    sleeper once = {p, 0, -1, {0}, 0};
+    pthread_t t1, t2;
+    pthread_create(&t1, NULL, sleeper_main, &idem);
+    pthread_create(&t2, NULL, sleeper_main, &once);
+    usleep(500 * 1000); /* both queries are running */
+    int64_t t0 = now_ms();
+    cluster("restart primary");
+    pthread_join(t1, NULL);
+    pthread_join(t2, NULL);
+    print_message("restart: idempotent rc=%d after %lld ms (%d calls); "
+                  "non-idempotent rc=%d stop=%s: %s\n",
+                  idem.rc, (long long)(now_ms() - t0), idem.calls, once.rc,
+                  tether_stop_name(once.err.stop), once.err.message);
+    assert_int_equal(idem.rc, 0);
+    assert_true(idem.calls >= 2);
+    assert_int_not_equal(once.rc, 0);
+    assert_int_equal(once.calls, 1); /* never retried */
+    assert_int_equal(once.err.stop, TETHER_STOP_NOT_IDEMPOTENT);
+    tether_pool_destroy(p);
+}
+
+typedef struct connect_arg {
+    tether_connector *c;
+    int rc;
+    int64_t took;
+} connect_arg;
+
+static void *connect_main(void *arg) {
+    connect_arg *a = arg;
+    PGconn *pg = NULL;
+    tether_error err = {0};
+    int64_t t0 = now_ms();
+    a->rc = tether_connector_connect(a->c, (void **)&pg, &err);
+    a->took = now_ms() - t0;
+    tether_connector_close(a->c, pg);
+    return NULL;
+}
+
+/* 7. max_connections exhausted (53300): backs off, succeeds when a slot
+ * frees. */
+static void test_too_many_connections(void **state) {
+    (void)state;
+    char ci[1024];
+    snprintf(ci, sizeof(ci), "%s host=127.0.0.1 port=%d", base, primary_port);
+    PGconn *hog[32];
+    int n = 0;
+    while (n < 32) {
+        hog[n] = PQconnectdb(ci);
+        if (PQstatus(hog[n]) != CONNECTION_OK) {
+            PQfinish(hog[n]);
+            break;
+        }
+        n++;
+    }
+    assert_true(n > 0 && n < 32);
+    events ev = {0};
+    char extra[128];
+    snprintf(extra, sizeof(extra),
+             "host=127.0.0.1 port=%d "
+             "tether_login_timeout=10s",
+             primary_port);
+    connect_arg a = {connector(extra, &ev), -1, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, connect_main, &a);
+    usleep(1000 * 1000);
+    PQfinish(hog[--n]); /* a slot frees */
+    pthread_join(t, NULL);
+    print_message("53300: connected after %lld ms\n%s", (long long)a.took,
+                  ev.text);
+    assert_int_equal(a.rc, 0);
+    assert_non_null(strstr(ev.text, "TETHER_ETHROTTLED"));
+    assert_true(a.took >= 900);
+    while (n > 0)
+        PQfinish(hog[--n]);
+    tether_connector_destroy(a.c);
+}
+
+/* 8. Wrong password: a permanent error at once, no retry, the user named
+ * and never the password. */
+static void test_wrong_password(void **state) {
+    (void)state;
+    char ci[512];
+    snprintf(ci, sizeof(ci),
+             "host=127.0.0.1 port=%d user=%s password=Wr0ngPassw0rd "
+             "dbname=%s",
+             primary_port, getenv("PGC_USER"), getenv("PGC_DB"));
+    tether_connector_opts o;
+    tether_connector_opts_init(&o);
+    o.conninfo = ci;
+    tether_connector *c = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_connector_create(&c, &o, &err), 0);
+    PGconn *pg = NULL;
+    int64_t t0 = now_ms();
+    assert_int_equal(tether_connector_connect(c, (void **)&pg, &err),
+                     TETHER_EAUTH);
+    assert_true(now_ms() - t0 < 1000);
+    assert_int_equal(err.cls, TETHER_CLASS_PERMANENT);
+    assert_int_equal(err.attempts, 1);
+    assert_non_null(strstr(err.message, getenv("PGC_USER")));
+    assert_null(strstr(err.message, "Wr0ngPassw0rd"));
+    print_message("wrong password: %s\n", err.message);
+    tether_connector_destroy(c);
+}
+
+/* 9. A lease released inside a transaction or after SET: the next lease
+ * sees a clean session. */
+static void test_clean_session(void **state) {
+    (void)state;
+    char extra[256];
+    snprintf(extra, sizeof(extra),
+             "host=127.0.0.1 port=%d tether_pool_max=1 "
+             "tether_reset_query='DISCARD ALL'",
+             primary_port);
+    tether_pool *p = pool(extra);
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, NULL), 0);
+    PGconn *pg = tether_lease_handle(l);
+    char def[64];
+    snprintf(def, sizeof(def), "%s", value(pg, "SHOW work_mem"));
+    assert_true(exec_ok(pg, "BEGIN"));
+    assert_true(exec_ok(pg, "CREATE TEMP TABLE t(x int)"));
+    assert_true(exec_ok(pg, "SET work_mem = '7MB'"));
+    tether_lease_release(l); /* inside a transaction */
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, NULL), 0);
+    pg = tether_lease_handle(l);
+    assert_int_equal(PQtransactionStatus(pg), PQTRANS_IDLE);
+    assert_string_equal(value(pg, "SHOW work_mem"), def);
+    assert_true(exec_ok(pg, "SET work_mem = '9MB'"));
+    tether_lease_release(l); /* after SET */
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, NULL), 0);
+    assert_string_equal(value(tether_lease_handle(l), "SHOW work_mem"), def);
+    tether_lease_release(l);
+    tether_pool_destroy(p);
+}
+
+/* 4b. Promote the standby and stop the old primary: new acquires reach the
+ * new primary, and no connection to the old one is handed out. */
+static void test_failover(void **state) {
+    (void)state;
+    char extra[256];
+    snprintf(extra, sizeof(extra),
+             "host=127.0.0.1,127.0.0.1 port=%d,%d "
+             "target_session_attrs=read-write tether_pool_max=4 "
+             "tether_breaker='breaker failures=100'",
+             primary_port, standby_port);
+    tether_pool *p = pool(extra);
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, NULL), 0);
+    assert_int_equal(port_of(tether_lease_handle(l)), primary_port);
+    tether_lease_release(l);
+    cluster("promote");
+    cluster("stop-node primary");
+    int64_t t0 = now_ms();
+    for (int i = 0; i < 10; i++) {
+        tether_error err = {0};
+        if (tether_pool_acquire(p, 15000, &l, &err))
+            fail_msg("acquire after failover: %s", err.message);
+        PGconn *pg = tether_lease_handle(l);
+        assert_int_equal(port_of(pg), standby_port);
+        assert_string_equal(value(pg, "SELECT pg_is_in_recovery()"), "f");
+        if (i == 0)
+            assert_true(exec_ok(pg, "CREATE TABLE failover_t(x int)"));
+        assert_true(exec_ok(pg, "INSERT INTO failover_t VALUES (1)"));
+        tether_lease_release(l);
+    }
+    print_message("failover: 10 writes on the new primary, first after %lld "
+                  "ms\n",
+                  (long long)(now_ms() - t0));
+    tether_pool_destroy(p);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3 || !getenv("PRIMARY_PORT")) {
+        fprintf(stderr, "usage: scripts/pg-cluster run -- test_failover "
+                        "PG_CLUSTER_SCRIPT FAULTPROXY\n");
+        return 2;
+    }
+    cluster_script = argv[1];
+    proxy_bin = argv[2];
+    primary_port = atoi(getenv("PRIMARY_PORT"));
+    standby_port = atoi(getenv("STANDBY_PORT"));
+    snprintf(base, sizeof(base), "user=%s password=%s dbname=%s",
+             getenv("PGC_USER"), getenv("PGC_PASSWORD"), getenv("PGC_DB"));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_closed_port_then_primary),
+        cmocka_unit_test(test_blackhole_budgets),
+        cmocka_unit_test(test_mirroring_stopped_principal),
+        cmocka_unit_test(test_roles),
+        cmocka_unit_test(test_terminate_all),
+        cmocka_unit_test(test_restart_during_work),
+        cmocka_unit_test(test_too_many_connections),
+        cmocka_unit_test(test_wrong_password),
+        cmocka_unit_test(test_clean_session),
+        cmocka_unit_test(test_failover),
+    };
+    return cmocka_run_group_tests_name("failover", tests, NULL, NULL);
+}
