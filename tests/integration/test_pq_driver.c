@@ -143,11 +143,14 @@ static void test_connect_primary(void **state) {
     void *conn = open_conn(env.primary);
     tether_error err;
     assert_int_equal(PQstatus(pg(conn)), CONNECTION_OK);
-    assert_int_equal(PQisnonblocking(pg(conn)), 1);
+    /* Users get libpq's usual blocking mode, before and after the driver's
+     * own (non-blocking) round trips. */
+    assert_int_equal(PQisnonblocking(pg(conn)), 0);
     assert_int_equal(DRV->role(conn), TETHER__ROLE_PRIMARY);
     assert_int_equal(DRV->alive(conn), 1);
     assert_int_equal(DRV->validate(conn, 5000, &err), 0);
     assert_int_equal(DRV->validate(conn, 5000, NULL), 0);
+    assert_int_equal(PQisnonblocking(pg(conn)), 0);
     assert_int_equal(tether__pq_query_role(conn, 5000, &err),
                      TETHER__ROLE_PRIMARY);
     assert_int_equal(DRV->alive(conn), 1);
