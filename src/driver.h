@@ -66,6 +66,10 @@ struct tether_driver {
     /* The server's role as last reported (no round trip), or
      * TETHER__ROLE_UNKNOWN; NULL when the driver has no roles. */
     int (*role)(void *conn);
+    /* Ask the server its role with a round trip within timeout_ms, for
+     * servers that do not report it: a TETHER__ROLE_* or < 0. NULL when the
+     * driver has no roles. */
+    int (*query_role)(void *conn, int64_t timeout_ms, tether_error *err);
     /* 1 when the connector should resolve host names itself (within the
      * attempt's budget) and pass numeric addresses. */
     int resolve_names;

@@ -20,6 +20,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 int cli_bench_query(int argc, char **argv);
@@ -105,28 +106,20 @@ static uint64_t qnow(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* One SELECT 1 on conn; on failure fills err (class transient when the
- * connection is gone, so that tether_pool_run may retry it elsewhere). */
+/* One SELECT 1 on conn, checked for PGRES_TUPLES_OK; on failure err is
+ * filled by tether_pq_error (a lost connection is TETHER_EBROKEN,
+ * transient, so that tether_pool_run may retry it on another connection;
+ * otherwise the class follows the SQLSTATE). */
 static int select1(PGconn *conn, tether_error *err) {
     PGresult *r = PQexec(conn, "SELECT 1");
-    if (r && PQresultStatus(r) == PGRES_TUPLES_OK) {
-        PQclear(r);
-        return 0;
+    int rc = 0;
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        rc = tether_pq_error(conn, r, err);
+        if (rc == 0) /* a success that is not a row set: not SELECT 1's */
+            rc = tether_error_set(err, TETHER_EQUERY, TETHER_CLASS_PERMANENT,
+                                  "SELECT 1: %s",
+                                  PQresStatus(PQresultStatus(r)));
     }
-    const char *msg = r ? PQresultErrorMessage(r) : "";
-    if (!*msg)
-        msg = PQerrorMessage(conn);
-    int n = (int)strcspn(msg, "\n");
-    const char *st = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
-    int rc;
-    if (PQstatus(conn) == CONNECTION_BAD)
-        rc = tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
-                              "SELECT 1: connection lost: %.*s", n, msg);
-    else
-        rc = tether_error_set(err, TETHER_EQUERY, TETHER_CLASS_NONE,
-                              "SELECT 1: %.*s", n, msg);
-    if (err && st && strlen(st) == 5)
-        memcpy(err->sqlstate, st, 6);
     PQclear(r);
     return rc;
 }
@@ -155,9 +148,9 @@ static void *qworker_main(void *arg) {
         uint64_t t0 = qnow(), tw;
         if (w->o->run_mode) {
             w->work_start = 0;
-            rc = tether_pool_run(w->p, TETHER_IDEMPOTENT, work_select1, w,
-                                 &err);
-            tw = w->work_start ? w->work_start : 0;
+            rc =
+                tether_pool_run(w->p, TETHER_IDEMPOTENT, work_select1, w, &err);
+            tw = w->work_start; /* 0: the work never started */
         } else {
             tether_lease *l;
             rc = tether_pool_acquire(w->p, -1, &l, &err);
@@ -173,8 +166,9 @@ static void *qworker_main(void *arg) {
         uint64_t t1 = qnow();
         if (tw)
             qh_add(&w->wait, tw - t0);
-        if (rc) {
+        if (rc) { /* pause, so that a down server is not spun against */
             note_error(w, &err);
+            nanosleep(&(struct timespec){0, 1000000L}, NULL);
             continue;
         }
         qh_add(&w->op, t1 - t0);
@@ -190,7 +184,8 @@ static char *pool_conninfo(const char *ci, int pool) {
     char *s = malloc(n);
     if (!s)
         return NULL;
-    int uri = !strncmp(ci, "postgresql://", 13) || !strncmp(ci, "postgres://", 11);
+    int uri =
+        !strncmp(ci, "postgresql://", 13) || !strncmp(ci, "postgres://", 11);
     if (uri)
         snprintf(s, n, "%s%ctether_pool_min=%d&tether_pool_max=%d", ci,
                  strchr(ci, '?') ? '&' : '?', pool, pool);
@@ -204,8 +199,9 @@ static char *pool_conninfo(const char *ci, int pool) {
  * them, so that the window starts with a full, idle pool. */
 static int warm_up(tether_pool *p, int pool, tether_error *err) {
     tether_lease **l = calloc((size_t)pool, sizeof(*l));
-    int n = 0, rc = l ? 0 : tether_error_set(err, TETHER_ENOMEM,
-                                             TETHER_CLASS_PERMANENT, NULL);
+    int n = 0, rc = l ? 0
+                      : tether_error_set(err, TETHER_ENOMEM,
+                                         TETHER_CLASS_PERMANENT, NULL);
     while (rc == 0 && n < pool &&
            (rc = tether_pool_acquire(p, 30000, &l[n], err)) == 0) {
         n++;
@@ -219,10 +215,19 @@ static int warm_up(tether_pool *p, int pool, tether_error *err) {
 
 typedef struct query_result {
     double secs, ops_per_sec;
+    double cpu_us_per_op; /* this process's CPU time (user + system) per op */
+    int pool;             /* the pool's max_size as opened */
     uint64_t ops, errors, retries;
     qhist op, wait;
     char first_error[TETHER_MSG_MAX + 32];
 } query_result;
+
+static double cpu_us(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
 
 static int run_query(const query_opts *o, query_result *r) {
     memset(r, 0, sizeof(*r));
@@ -230,17 +235,25 @@ static int run_query(const query_opts *o, query_result *r) {
     tether_error_clear(&err);
     char *ci = pool_conninfo(o->conninfo, o->pool);
     tether_pool *p = NULL;
+    tether_pool_metrics m0, m1;
     int rc = ci ? tether_pool_open(&p, ci, NULL, NULL, &err) : TETHER_ENOMEM;
     free(ci);
-    if (rc == 0)
-        rc = warm_up(p, o->pool, &err);
+    if (rc == 0) {
+        tether_pool_metrics_get(p, &m0);
+        r->pool = m0.max_size;
+        if (r->pool != o->pool) /* tether_pooling=off in the string */
+            fprintf(stderr,
+                    "tether " CMD ": the pool holds at most %d, not "
+                    "%d\n",
+                    r->pool, o->pool);
+        rc = warm_up(p, r->pool, &err);
+    }
     if (rc) {
         fprintf(stderr, "tether " CMD ": %s\n",
                 err.message[0] ? err.message : tether_strerror(rc));
         tether_pool_destroy(p);
         return -1;
     }
-    tether_pool_metrics m0, m1;
     tether_pool_metrics_get(p, &m0);
 
     size_t n = (size_t)o->threads;
@@ -262,6 +275,7 @@ static int run_query(const query_opts *o, query_result *r) {
     }
     pthread_barrier_wait(&qsync.start);
     uint64_t t0 = qnow();
+    double cpu0 = cpu_us();
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += (time_t)(o->seconds_ms / 1000);
@@ -277,6 +291,7 @@ static int run_query(const query_opts *o, query_result *r) {
     for (size_t i = 0; i < n; i++)
         pthread_join(ws[i].tid, NULL);
     pthread_barrier_destroy(&qsync.start);
+    double cpu1 = cpu_us();
     tether_pool_metrics_get(p, &m1);
     tether_pool_destroy(p);
 
@@ -290,12 +305,15 @@ static int run_query(const query_opts *o, query_result *r) {
             memcpy(r->first_error, ws[i].first_error, sizeof(r->first_error));
     }
     r->ops_per_sec = (double)r->ops / r->secs;
+    r->cpu_us_per_op = r->ops ? (cpu1 - cpu0) / (double)r->ops : 0;
     r->retries = m1.retries - m0.retries;
     free(ws);
     return 0;
 }
 
-static double us(uint64_t ns) { return (double)ns / 1000.0; }
+static double us(uint64_t ns) {
+    return (double)ns / 1000.0;
+}
 
 static void print_query(const query_opts *o, const query_result *r) {
     const char *mode = o->run_mode ? "run" : "acquire";
@@ -305,16 +323,16 @@ static void print_query(const query_opts *o, const query_result *r) {
                "\"ops_per_sec\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
                "\"max_us\":%.1f,\"errors\":%llu,\"retries\":%llu,"
                "\"p50_wait_us\":%.1f,\"p99_wait_us\":%.1f,"
-               "\"max_wait_us\":%.1f}\n",
-               mode, o->threads, o->pool, (double)o->seconds_ms / 1000.0,
+               "\"max_wait_us\":%.1f,\"cpu_us_per_op\":%.2f}\n",
+               mode, o->threads, r->pool, (double)o->seconds_ms / 1000.0,
                r->ops_per_sec, us(qh_pct(&r->op, 50)), us(qh_pct(&r->op, 99)),
                us(r->op.max), (unsigned long long)r->errors,
                (unsigned long long)r->retries, us(qh_pct(&r->wait, 50)),
-               us(qh_pct(&r->wait, 99)), us(r->wait.max));
+               us(qh_pct(&r->wait, 99)), us(r->wait.max), r->cpu_us_per_op);
     } else {
         printf("query (tether, mode %s): %d threads, pool %d, %.1f s: "
                "%.0f SELECT 1/s (%llu ops)\n",
-               mode, o->threads, o->pool, r->secs, r->ops_per_sec,
+               mode, o->threads, r->pool, r->secs, r->ops_per_sec,
                (unsigned long long)r->ops);
         printf("  latency (%s): p50 %.1f us, p99 %.1f us, max %.1f us\n",
                o->run_mode ? "tether_pool_run" : "acquire+query+release",
@@ -322,8 +340,9 @@ static void print_query(const query_opts *o, const query_result *r) {
         printf("  acquire wait: p50 %.1f us, p99 %.1f us, max %.1f us\n",
                us(qh_pct(&r->wait, 50)), us(qh_pct(&r->wait, 99)),
                us(r->wait.max));
-        printf("  %llu errors, %llu retries\n", (unsigned long long)r->errors,
-               (unsigned long long)r->retries);
+        printf("  %llu errors, %llu retries; client CPU %.2f us per op\n",
+               (unsigned long long)r->errors, (unsigned long long)r->retries,
+               r->cpu_us_per_op);
     }
     if (r->errors)
         fprintf(stderr, "tether " CMD ": first error: %s\n", r->first_error);
@@ -347,8 +366,9 @@ static void query_usage(FILE *f) {
             "tether_lease_release;\n"
             "                  wait = the acquire call\n\n"
             "Prints ops/s, per-operation latency p50/p99/max and acquire "
-            "wait in\nmicroseconds, errors and retries. Side by side with "
-            "the peers: bench/run-query.\n");
+            "wait in\nmicroseconds, errors, retries (tether_pool_run's) and "
+            "this process's CPU time\nper operation. Side by side with the "
+            "peers: bench/run-query.\n");
 }
 
 static int query_args(int argc, char **argv, query_opts *o) {
@@ -371,8 +391,10 @@ static int query_args(int argc, char **argv, query_opts *o) {
             o->conninfo = val;
         } else if (cli_opt_is(a, "--mode")) {
             if (strcmp(val, "run") && strcmp(val, "acquire"))
-                return cli_usage_error(CMD, "--mode: want run or acquire, "
-                                            "not '%s'", val);
+                return cli_usage_error(CMD,
+                                       "--mode: want run or acquire, "
+                                       "not '%s'",
+                                       val);
             o->run_mode = !strcmp(val, "run");
         } else if (cli_opt_is(a, "--seconds")) {
             if (cli_parse_duration(CMD, "--seconds", val, &o->seconds_ms))

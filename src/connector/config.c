@@ -292,7 +292,7 @@ static int one_key(tether__conncfg *cfg, const char *k, const char *v,
         !strcmp(k, "load_balance_hosts") || !strcmp(k, "connect_timeout"))
         return libpq_own(cfg, k, v, err);
     if (!strcmp(k, "host") || !strcmp(k, "port") || !strcmp(k, "hostaddr"))
-        return 0; /* the endpoint list */
+        return 0;                   /* the endpoint list */
     if (!tether__conninfo_known(k)) /* not quoted: it may be the tail of
                                        an unquoted password with a space */
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,

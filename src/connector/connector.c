@@ -211,6 +211,12 @@ static int connect_ep(run *r, const tether__ep *ep, int64_t budget, void **conn,
 static int judge_role(run *r, int idx, void *conn, int *role) {
     tether_connector *c = r->c;
     *role = c->drv->role ? c->drv->role(conn) : TETHER__ROLE_UNKNOWN;
+    if (*role == TETHER__ROLE_UNKNOWN && c->cfg.target != TETHER_TARGET_ANY &&
+        c->drv->query_role) { /* the server did not say: ask it */
+        int64_t left = r->deadline_ms < 0 ? 5000 : r->deadline_ms - now_ms(r);
+        int q = c->drv->query_role(conn, TETHER__MAX(left, 1), NULL);
+        *role = q > 0 ? q : TETHER__ROLE_UNKNOWN;
+    }
     if (*role != TETHER__ROLE_UNKNOWN)
         tether__connector_learn(
             c, idx, *role == TETHER__ROLE_PRIMARY ? HS_PRIMARY : HS_STANDBY,

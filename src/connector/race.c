@@ -61,6 +61,12 @@ static void failed(race *r, int idx, tether_error *e) {
 static int arrived(race *r, int idx, void *conn) {
     tether_connector *c = r->c;
     int role = c->drv->role ? c->drv->role(conn) : TETHER__ROLE_UNKNOWN;
+    if (role == TETHER__ROLE_UNKNOWN && c->cfg.target != TETHER_TARGET_ANY &&
+        c->drv->query_role) {
+        int64_t left = r->deadline < 0 ? 5000 : r->deadline - now(r);
+        int q = c->drv->query_role(conn, TETHER__MAX(left, 1), NULL);
+        role = q > 0 ? q : TETHER__ROLE_UNKNOWN;
+    }
     if (role != TETHER__ROLE_UNKNOWN)
         tether__connector_learn(
             c, idx, role == TETHER__ROLE_PRIMARY ? HS_PRIMARY : HS_STANDBY,

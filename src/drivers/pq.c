@@ -1043,6 +1043,7 @@ static const tether_driver pq_driver = {
     .classify = pq_classify,
     .handle = pq_handle,
     .role = pq_role,
+    .query_role = tether__pq_query_role,
     .resolve_names = 1,
 };
 
