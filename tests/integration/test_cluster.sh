@@ -10,6 +10,8 @@
 # Destructive steps (crash, restart, promotion) come last. Prints every check;
 # exits non-zero on the first failure. Background sessions and the proxy are
 # always cleaned up here; the cluster is pg-cluster run's job.
+# `A && B || fail` below means "fail unless both hold": intended.
+# shellcheck disable=SC2015
 set -euo pipefail
 export LC_ALL=C
 fp=${1:?usage: test_cluster.sh FAULTPROXY_BINARY (run it through scripts/pg-cluster run)}
@@ -40,7 +42,16 @@ app() {
   PGPASSWORD=${PGPASSWORD_OVERRIDE:-$PGC_PASSWORD} "$psql_bin" -X -At -v ON_ERROR_STOP=1 \
     "host=$PGC_HOST port=$port user=$PGC_USER dbname=$PGC_DB sslmode=disable connect_timeout=10" "$@"
 }
-# The superuser over the unix socket: su NODE SQL
+# bg_app OUTFILE PORT [psql args]: app in the background; $! and bg get the
+# psql process itself (a backgrounded function would be a subshell).
+bg_app() {
+  local out=$1 port=$2; shift 2
+  PGPASSWORD=$PGC_PASSWORD "$psql_bin" -X -At -v ON_ERROR_STOP=1 \
+    "host=$PGC_HOST port=$port user=$PGC_USER dbname=$PGC_DB sslmode=disable connect_timeout=10" \
+    "$@" >"$out" 2>&1 &
+  bg+=($!)
+}
+# The superuser over the unix socket: sql_su NODE SQL
 sql_su() { "$ctl" psql "$PGC_DIR" "$1" -At -c "$2"; }
 not() { ! "$@"; }
 # wait_until SECONDS CMD...: poll CMD every 100 ms.
@@ -55,6 +66,7 @@ wait_until() {
 alive() { local s; s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1; [[ $s != Z* ]]; }
 ms_since() { echo $(( $(date +%s%3N) - $1 )); }
 tether_backends() { sql_su primary "SELECT count(*) FROM pg_stat_activity WHERE usename = '$PGC_USER'"; }
+backends_are() { [ "$(tether_backends)" = "$1" ]; }
 
 check "env: ports, loopback host, directories"
 [[ $PRIMARY_PORT =~ ^[0-9]+$ && $STANDBY_PORT =~ ^[0-9]+$ ]] || fail "ports not numeric"
@@ -75,7 +87,7 @@ for node in primary standby; do
 done
 
 check "user $PGC_USER connects over TCP with SCRAM to the primary and the standby"
-[ "$(app "$PRIMARY_PORT" -c 'SELECT current_user, current_setting($$is_superuser$$)')" = "$PGC_USER|off" ] ||
+[ "$(app "$PRIMARY_PORT" -c "SELECT current_user, current_setting('is_superuser')")" = "$PGC_USER|off" ] ||
   fail "primary: not $PGC_USER or a superuser"
 [ "$(app "$STANDBY_PORT" -c 'SELECT current_database()')" = "$PGC_DB" ] || fail "standby: database"
 [ "$(sql_su primary "SELECT rolpassword LIKE 'SCRAM-SHA-256\$%' FROM pg_authid WHERE rolname = '$PGC_USER'")" = t ] ||
@@ -105,44 +117,55 @@ grep -q "password authentication failed for user \"$PGC_USER\"" <<<"$out" || fai
 echo "  refused in $(ms_since "$t0") ms"
 
 check "terminate: pg-cluster terminate ends the sessions of $PGC_USER"
-app "$PRIMARY_PORT" -c 'SELECT pg_sleep(30)' >"$work/term.out" 2>&1 &
-victim=$!; bg+=("$victim")
-wait_until 10 test "$(tether_backends)" = 1 || fail "sleeping session never showed up"
+bg_app "$work/term.out" "$PRIMARY_PORT" -c 'SELECT pg_sleep(30)'
+victim=$!
+wait_until 10 backends_are 1 || fail "sleeping session never showed up"
 n=$("$ctl" terminate "$PGC_DIR" primary)
 [ "$n" -ge 1 ] || fail "terminate ended $n backends"
 wait_until 5 not alive "$victim" || fail "terminated session still running"
 rc=0; wait "$victim" || rc=$?
 [ $rc -ne 0 ] && grep -q "terminating connection due to administrator command" "$work/term.out" ||
   fail "terminated session: rc=$rc $(cat "$work/term.out")"
+wait_until 5 backends_are 0 || fail "terminated backend still listed"
 
 check "max_connections exhaustion: reserved slots, then 'too many clients'"
 max=$(sql_su primary "SHOW max_connections"); reserved=$(sql_su primary "SHOW superuser_reserved_connections")
 napp=$((max - reserved))
-fillers=()
 # The fillers' backends notice a closed client within 250 ms, so killing the
 # psql processes frees the slots at once (no superuser login is possible
-# while every slot is taken).
+# while every slot is taken). A login racing with a filler (our own polls)
+# can make the filler fail: refill respawns the fillers that died.
 export PGOPTIONS="-c client_connection_check_interval=250"
-for _ in $(seq 1 "$napp"); do
-  app "$PRIMARY_PORT" -c 'SELECT pg_sleep(60)' >/dev/null 2>&1 &
-  fillers+=($!); bg+=($!)
-done
-wait_until 20 test "$(tether_backends)" = "$napp" || fail "only $(tether_backends) of $napp sessions connected"
+app_fillers=() su_fillers=()
+start_app_filler() { bg_app /dev/null "$PRIMARY_PORT" -c 'SELECT pg_sleep(60)'; app_fillers+=($!); }
+start_su_filler() {
+  "$psql_bin" -X -q -h "$PGC_SOCK" -p "$PRIMARY_PORT" -U "$PGC_SUPERUSER" -d postgres \
+    -c 'SELECT pg_sleep(60)' >/dev/null 2>&1 &
+  su_fillers+=($!); bg+=($!)
+}
+refill() { # refill app|su N
+  local p live=()
+  local -n list=${1}_fillers
+  for p in "${list[@]}"; do if alive "$p"; then live+=("$p"); fi; done
+  list=("${live[@]}")
+  while [ ${#list[@]} -lt "$2" ]; do "start_${1}_filler"; done
+}
+app_full() { refill app "$napp"; backends_are "$napp"; }
+wait_until 20 app_full || fail "only $(tether_backends) of $napp sessions connected"
 out=$(app "$PRIMARY_PORT" -c 'SELECT 1' 2>&1) && fail "connection $((napp + 1)) of $PGC_USER accepted"
 grep -q "remaining connection slots are reserved" <<<"$out" || fail "at $napp sessions: $out"
 echo "  $napp sessions of $PGC_USER: '$(grep -o 'remaining connection slots[^"]*' <<<"$out" | head -n 1)'"
-for _ in $(seq 1 "$reserved"); do
-  "$psql_bin" -X -q -h "$PGC_SOCK" -p "$PRIMARY_PORT" -U "$PGC_SUPERUSER" -d postgres \
-    -c 'SELECT pg_sleep(60)' >/dev/null 2>&1 &
-  fillers+=($!); bg+=($!)
-done
-too_many() { app "$PRIMARY_PORT" -c 'SELECT 1' 2>&1 | grep -q "sorry, too many clients already"; }
+too_many() {
+  local o
+  refill su "$reserved"
+  o=$(app "$PRIMARY_PORT" -c 'SELECT 1' 2>&1) || grep -q "sorry, too many clients already" <<<"$o"
+}
 wait_until 20 too_many || fail "no 'too many clients' with all $max slots taken"
 echo "  all $max slots taken: 'sorry, too many clients already'"
 unset PGOPTIONS
-kill -TERM "${fillers[@]}" 2>/dev/null || true
-for p in "${fillers[@]}"; do wait "$p" 2>/dev/null || true; done
-wait_until 10 test "$(tether_backends)" = 0 || fail "filler backends did not go away"
+kill -TERM "${app_fillers[@]}" "${su_fillers[@]}" 2>/dev/null || true
+for p in "${app_fillers[@]}" "${su_fillers[@]}"; do wait "$p" 2>/dev/null || true; done
+wait_until 10 backends_are 0 || fail "filler backends did not go away"
 app "$PRIMARY_PORT" -c 'SELECT 1' >/dev/null || fail "cannot connect after the fillers left"
 
 check "faultproxy: start in front of the primary"
@@ -158,9 +181,9 @@ check "faultproxy pass: queries go through to the primary"
 [ "$(app "$fport" -c 'SELECT count(*) FROM generate_series(1, 100000)')" = 100000 ] || fail "pass: big result"
 
 check "faultproxy blackhole: an open session goes silent (not closed)"
-app "$fport" -c "SET application_name = 'it_silent'" -c 'SELECT pg_sleep(0.5)' -c "SELECT 'answered'" \
-  >"$work/silent.out" 2>&1 &
-silent=$!; bg+=("$silent")
+bg_app "$work/silent.out" "$fport" -c "SET application_name = 'it_silent'" \
+  -c 'SELECT pg_sleep(0.5)' -c "SELECT 'answered'"
+silent=$!
 active() { [ "$(sql_su primary "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'it_silent' AND query LIKE '%pg_sleep%'")" = 1 ]; }
 wait_until 10 active || fail "the session through the proxy never ran its query"
 fctl blackhole
@@ -220,9 +243,9 @@ grep -q "Connection refused" <<<"$out" || fail "after kill: $out"
 echo "  crash + restart (with crash recovery) in $(ms_since "$t0") ms"
 
 check "restart the primary (fast): an open session is ended, new ones work"
-app "$PRIMARY_PORT" -c 'SELECT pg_sleep(30)' >"$work/restart.out" 2>&1 &
-victim=$!; bg+=("$victim")
-wait_until 10 test "$(tether_backends)" = 1 || fail "session before restart never showed up"
+bg_app "$work/restart.out" "$PRIMARY_PORT" -c 'SELECT pg_sleep(30)'
+victim=$!
+wait_until 10 backends_are 1 || fail "session before restart never showed up"
 t0=$(date +%s%3N)
 "$ctl" restart "$PGC_DIR" primary
 echo "  restart in $(ms_since "$t0") ms"

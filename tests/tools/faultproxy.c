@@ -17,7 +17,8 @@
  *              data), even after `pass`; only `reset` or the client closing
  *              it ends it. New connections hang in connect(): the listener
  *              stops accepting, its backlog is lowered to 1 and the proxy
- *              fills the accept queue with its own connections, so the kernel
+ *              fills the accept queue with its own connections (until
+ *              TCP_INFO on the listener reports it full), so the kernel
  *              drops further SYNs and the client keeps retransmitting them
  *              (connect neither succeeds nor fails). The kernel still ACKs
  *              data and keepalives on established connections: only
@@ -53,7 +54,7 @@
 #define BUF_SIZE (32 * 1024) /* per direction and connection */
 #define MAX_CONNS 256
 #define MAX_FILLERS 8
-#define FILL_WAIT_MS 100 /* a filler connect not done by then = queue full */
+#define FILL_WAIT_MS 1000 /* a filler connect not done by then = queue full */
 
 enum mode { MODE_PASS, MODE_BLACKHOLE, MODE_REFUSE };
 static const char *const mode_names[] = {"pass", "blackhole", "refuse"};
@@ -289,6 +290,17 @@ static void accept_all(struct proxy *p, int dead) {
     }
 }
 
+/* Accept-queue length and limit of a listening socket (Linux TCP_INFO reports
+ * them as tcpi_unacked / tcpi_sacked); the queue is full when len > limit. */
+static int queue_state(int lfd, unsigned *len) {
+    struct tcp_info ti;
+    socklen_t sz = sizeof ti;
+    if (getsockopt(lfd, IPPROTO_TCP, TCP_INFO, &ti, &sz) != 0)
+        return -1;
+    *len = ti.tcpi_unacked;
+    return ti.tcpi_unacked > ti.tcpi_sacked;
+}
+
 /* One filler connect to our own listener. Returns 1 if it completed, 0 if
  * it is still in progress after FILL_WAIT_MS (the queue is full), -1 on error. */
 static int filler_connect(struct proxy *p, int *fdp) {
@@ -310,23 +322,42 @@ static int filler_connect(struct proxy *p, int *fdp) {
     return err == 0 ? 1 : -1;
 }
 
-/* Stuff the accept queue (backlog 1) until a connect of ours hangs. */
+/* After a filler connected, give the listener a moment to queue it. */
+static int wait_queued(const struct proxy *p, unsigned want) {
+    unsigned len = 0;
+    int full = 0;
+    for (int i = 0; i < 100; i++) {
+        full = queue_state(p->lfd, &len);
+        if (full != 0 || len >= want)
+            break;
+        usleep(1000);
+    }
+    return full;
+}
+
+/* Stuff the accept queue (backlog 1) with our own connections until the
+ * kernel reports it full, or until one of our connects hangs. */
 static void listener_fill(struct proxy *p) {
     if (p->full)
         return;
     (void)listen(p->lfd, 1);
     accept_all(p, 1);
     p->full = 1;
+    unsigned len;
     for (int i = 0; i < MAX_FILLERS; i++) {
+        if (queue_state(p->lfd, &len) == 1)
+            return;
         int fd = -1;
         int r = filler_connect(p, &fd);
         if (r == 1) {
             p->fillers[p->nfillers] = fd;
             p->filler_ports[p->nfillers++] = local_port(fd);
+            if (wait_queued(p, (unsigned)p->nfillers) == 1)
+                return;
             continue;
         }
         if (r == 0) {
-            p->pending_filler = fd;
+            p->pending_filler = fd; /* its SYN is being dropped: full */
             return;
         }
         close_fd(&fd);
