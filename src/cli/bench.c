@@ -210,13 +210,19 @@ static void print_cycle(const bench_opts *b, const bench_result *r) {
 }
 
 static void bench_usage(FILE *f) {
-    fprintf(f, "usage: tether bench cycle [--threads T] [--pool P] [--seconds "
-               "S] [--json]\n\n"
-               "Acquire+release through a tether pool over the sim driver (no "
-               "I/O):\nT threads (default 1) on a pool of P connections "
-               "(default 8) for S\nseconds (default 3). With T > P, acquire "
-               "waits are sampled (1 in 64).\n"
-               "Compare with the peers in one run: bench/run-cycle.\n");
+    fprintf(f,
+            "usage: tether bench cycle [--threads T] [--pool P] [--seconds "
+            "S] [--json]\n\n"
+            "Acquire+release through a tether pool over the sim driver (no "
+            "I/O):\nT threads (default 1) on a pool of P connections "
+            "(default 8) for S\nseconds (default 3). With T > P, acquire "
+            "waits are sampled (1 in 64).\n"
+            "Compare with the peers in one run: bench/run-cycle.\n\n"
+            "       tether bench query --conninfo C [--threads T] [--pool P] "
+            "[--seconds S]\n"
+            "                          [--mode run|acquire] [--json]\n"
+            "SELECT 1 through a PostgreSQL pool (tether bench query --help);"
+            " peers:\nbench/run-query.\n");
 }
 
 static int bench_args(int argc, char **argv, bench_opts *b) {
@@ -256,9 +262,11 @@ int cli_bench(int argc, char **argv) {
         bench_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
+    if (!strcmp(argv[1], "query"))
+        return cli_bench_query(argc - 1, argv + 1);
     if (strcmp(argv[1], "cycle"))
-        return cli_usage_error("bench", "unknown benchmark '%s' (want cycle)",
-                               argv[1]);
+        return cli_usage_error(
+            "bench", "unknown benchmark '%s' (want cycle or query)", argv[1]);
     if (cli_want_help(argc - 1, argv + 1)) {
         bench_usage(stdout);
         return CLI_OK;

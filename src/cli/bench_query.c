@@ -23,8 +23,6 @@
 #include <sys/resource.h>
 #include <time.h>
 
-int cli_bench_query(int argc, char **argv);
-
 #define CMD "bench query"
 
 /* Log-linear histogram of nanoseconds: 0..15 exact, then 16 linear

@@ -44,6 +44,7 @@ int cli_parse_duration(const char *cmd, const char *opt, const char *text,
 int cli_plan(int argc, char **argv);
 int cli_sim(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_bench_query(int argc, char **argv);
 int cli_probe(int argc, char **argv);
 
 #endif

@@ -43,8 +43,8 @@ static void on_event(void *ctx, const tether_connect_event *ev) {
         json_str(ev->message);
         printf("}\n");
     } else if (!strcmp(ev->phase, "pause") || !strcmp(ev->phase, "provision")) {
-        printf("%8lld ms  %-9s %lld ms\n", (long long)ev->elapsed_ms,
-               ev->phase, (long long)ev->delay_ms);
+        printf("%8lld ms  %-9s %lld ms\n", (long long)ev->elapsed_ms, ev->phase,
+               (long long)ev->delay_ms);
     } else {
         printf("%8lld ms  %-9s #%-3d %s:%d%s%s%s\n", (long long)ev->elapsed_ms,
                ev->phase, ev->attempt, ev->host, ev->port, ev->role ? " (" : "",

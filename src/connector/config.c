@@ -177,7 +177,7 @@ static int libpq_own(tether__conncfg *cfg, const char *k, const char *v,
         return 0;
     }
     /* connect_timeout: libpq's per-host limit in seconds ("0": none). */
-    int secs;
+    int secs = 0;
     int rc = parse_count(k, v, 0, 86400 * 365, &secs, err);
     if (rc == 0)
         cfg->attempt_timeout_ms = (int64_t)secs * 1000;

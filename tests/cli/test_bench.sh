@@ -31,5 +31,13 @@ err=$("$bin" bench cycle --seconds 0 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "--seconds 0 accepted"
 err=$("$bin" bench nope 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q <<<"$err" nope || fail "unknown benchmark: rc=$rc"
+# bench query: option errors need no server.
+err=$("$bin" bench query 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q <<<"$err" -- "--conninfo" || fail "bench query without --conninfo: rc=$rc $err"
+err=$("$bin" bench query --conninfo "host=127.0.0.1 port=1" --threads 0 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q <<<"$err" -- "--threads" || fail "bench query --threads 0: rc=$rc $err"
+err=$("$bin" bench query --conninfo "host=127.0.0.1 port=1" --mode sideways 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q <<<"$err" -- "--mode" || fail "bench query --mode: rc=$rc $err"
+"$bin" bench query --help | grep -c "conninfo" >/dev/null || fail "bench query --help"
 set -e
 echo "test_bench: all checks passed"

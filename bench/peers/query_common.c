@@ -1,0 +1,442 @@
+/*
+ * query_common.c - shared harness of the peer "query" benchmarks
+ * (query_dedicated.c, query_connect.c, query_apr.c, query_zdb.c), the
+ * counterparts of `tether bench query`.
+ *
+ * Not compiled on its own: each peer #includes it, so every peer program is
+ * a single translation unit (as peer_common.h does for the cycle peers;
+ * everything here is static).  It provides:
+ *
+ *   - option parsing:  --conninfo C --threads T --pool P --seconds S
+ *                      [--json] [--impl-name NAME]
+ *   - a run driver:    per-thread setup (connections are opened before the
+ *                      window), start barrier, timed window, stop flag, join
+ *   - per-operation timing: every operation is bracketed by
+ *                      clock_gettime(CLOCK_MONOTONIC) (a SELECT 1 round trip
+ *                      costs tens of microseconds, a clock read ~25 ns), and
+ *                      so is the part that gets a connection (the "wait"),
+ *                      into per-thread log-linear histograms (percentiles
+ *                      within ~3 %, max exact), merged at the end
+ *   - reporting:       one JSON line with the shape of `tether bench query
+ *                      --json`, or one human-readable line
+ */
+#ifndef TETHER_BENCH_QUERY_COMMON_C
+#define TETHER_BENCH_QUERY_COMMON_C
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
+#include <errno.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define Q_CACHELINE 64
+
+/* Log-linear histogram of nanoseconds: 0..15 exact, then each power of two
+ * split into 16 linear sub-buckets. */
+#define Q_HIST_SUB 16
+#define Q_HIST_BUCKETS (61 * Q_HIST_SUB)
+
+struct q_hist {
+    uint64_t n, max;
+    uint64_t b[Q_HIST_BUCKETS];
+};
+
+static inline unsigned q_hist_index(uint64_t v)
+{
+    if (v < Q_HIST_SUB)
+        return (unsigned)v;
+    unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= 4 */
+    return (e - 3) * Q_HIST_SUB + ((unsigned)(v >> (e - 4)) & (Q_HIST_SUB - 1));
+}
+
+/* Midpoint of a bucket, in ns. */
+static inline uint64_t q_hist_value(unsigned idx)
+{
+    if (idx < Q_HIST_SUB)
+        return idx;
+    unsigned e = idx / Q_HIST_SUB + 3;
+    uint64_t width = (uint64_t)1 << (e - 4);
+    return ((Q_HIST_SUB + (uint64_t)(idx % Q_HIST_SUB)) << (e - 4)) + width / 2;
+}
+
+static inline void q_hist_add(struct q_hist *h, uint64_t ns)
+{
+    h->b[q_hist_index(ns)]++;
+    h->n++;
+    if (ns > h->max)
+        h->max = ns;
+}
+
+static void q_hist_merge(struct q_hist *into, const struct q_hist *h)
+{
+    for (unsigned i = 0; i < Q_HIST_BUCKETS; i++)
+        into->b[i] += h->b[i];
+    into->n += h->n;
+    if (h->max > into->max)
+        into->max = h->max;
+}
+
+/* The pct-th percentile in ns (0 when empty), never above the exact max. */
+static uint64_t q_hist_pct(const struct q_hist *h, unsigned pct)
+{
+    if (h->n == 0)
+        return 0;
+    uint64_t want = (h->n * pct + 99) / 100, acc = 0;
+    for (unsigned i = 0; i < Q_HIST_BUCKETS; i++) {
+        acc += h->b[i];
+        if (acc >= want) {
+            uint64_t v = q_hist_value(i);
+            return v < h->max ? v : h->max;
+        }
+    }
+    return h->max;
+}
+
+struct q_opts {
+    const char *prog;
+    const char *conninfo;
+    const char *impl; /* "impl" in the output; --impl-name overrides */
+    int threads;
+    int pool; /* 0 until given: each peer picks its default */
+    double seconds;
+    bool json;
+};
+
+/*
+ * Per-thread state, written only by its owner (counters are kept in the
+ * struct directly: one op costs tens of microseconds, so a store per op to
+ * an owned cache line is noise).  Aligned to whole cache lines.
+ */
+struct q_thread {
+    alignas(Q_CACHELINE) uint64_t ops;
+    uint64_t errors;  /* operations that failed */
+    uint64_t retries; /* libzdb: getConnection() returned NULL, tried again */
+    unsigned index;
+    void *ctx;
+    pthread_t tid;
+    char error[256]; /* the first error, for stderr */
+    struct q_hist op;   /* whole operation */
+    struct q_hist wait; /* getting the connection (acquire / connect) */
+};
+
+static struct {
+    alignas(Q_CACHELINE) atomic_int stop;
+    alignas(Q_CACHELINE) atomic_int setup_failed;
+    pthread_barrier_t start;
+} q_sync;
+
+static inline bool q_should_stop(void)
+{
+    return atomic_load_explicit(&q_sync.stop, memory_order_relaxed) != 0;
+}
+
+static inline uint64_t q_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Record the first error of a thread (message up to its first newline). */
+static void q_error(struct q_thread *t, const char *what, const char *msg)
+{
+    if (t->error[0])
+        return;
+    if (!msg)
+        msg = "";
+    snprintf(t->error, sizeof t->error, "%s: %.*s", what, (int)strcspn(msg, "\n"), msg);
+}
+
+/*
+ * Called by each worker after its setup (setup_error NULL: it succeeded) and
+ * before its loop: meets the other workers and the main thread at the start
+ * barrier.  Returns false when any worker's setup failed: the worker must
+ * then clean up and return without running.
+ */
+static bool q_start(struct q_thread *t, const char *setup_error)
+{
+    if (setup_error) {
+        q_error(t, "setup", setup_error);
+        atomic_store(&q_sync.setup_failed, 1);
+    }
+    int rc = pthread_barrier_wait(&q_sync.start);
+    if (rc != 0 && rc != PTHREAD_BARRIER_SERIAL_THREAD) {
+        fprintf(stderr, "pthread_barrier_wait: %s\n", strerror(rc));
+        exit(2);
+    }
+    return atomic_load(&q_sync.setup_failed) == 0;
+}
+
+/* After a failed operation: pause 1 ms, so that a refusing or down server
+ * is not hammered in a tight loop (and errors do not pile up by millions). */
+static inline void q_error_pause(void)
+{
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Record one operation: t0 start, tw connection in hand (0: no such step),
+ * t1 end. */
+static inline void q_op_done(struct q_thread *t, uint64_t t0, uint64_t tw, uint64_t t1)
+{
+    if (tw)
+        q_hist_add(&t->wait, tw - t0);
+    q_hist_add(&t->op, t1 - t0);
+    t->ops++;
+}
+
+/* The operation: SELECT 1, checked for PGRES_TUPLES_OK. */
+static inline bool q_select1(struct q_thread *t, PGconn *c)
+{
+    PGresult *r = PQexec(c, "SELECT 1");
+    bool ok = r && PQresultStatus(r) == PGRES_TUPLES_OK;
+    if (!ok)
+        q_error(t, "SELECT 1", r && *PQresultErrorMessage(r) ? PQresultErrorMessage(r)
+                                                             : PQerrorMessage(c));
+    PQclear(r);
+    return ok;
+}
+
+/* PQconnectdb + status check; NULL with the reason in *why (static text or
+ * the connection's message, valid until the next call on this thread). */
+static inline PGconn *q_connect(const char *conninfo, char *why, size_t cap)
+{
+    PGconn *c = PQconnectdb(conninfo);
+    if (c && PQstatus(c) == CONNECTION_OK)
+        return c;
+    snprintf(why, cap, "%s", c ? PQerrorMessage(c) : "out of memory");
+    PQfinish(c);
+    return NULL;
+}
+
+static void q_usage(const char *prog, const char *what, FILE *out)
+{
+    fprintf(out,
+            "usage: %s --conninfo C [--threads T] [--pool P] [--seconds S] [--json]\n"
+            "          [--impl-name NAME]\n"
+            "%s\n"
+            "  --conninfo C    libpq connection string (key=value or URI)\n"
+            "  --threads T     worker threads (default 8)\n"
+            "  --pool P        pool size (see above)\n"
+            "  --seconds S     measurement window in seconds (default 5)\n"
+            "  --json          print one JSON line instead of a human line\n"
+            "  --impl-name N   name to print as \"impl\" (e.g. pgbouncer)\n",
+            prog, what);
+}
+
+static int q_parse_int(const char *prog, const char *name, const char *s, int *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < 1 || v > 100000) {
+        fprintf(stderr, "%s: invalid %s '%s'\n", prog, name, s);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+/* Returns 0 on success, 1 if --help was printed, -1 on error (printed).
+ * o->impl must hold the default name; o->pool stays 0 unless given. */
+static int q_parse(int argc, char **argv, const char *what, struct q_opts *o)
+{
+    o->prog = argv[0];
+    o->conninfo = NULL;
+    o->threads = 8;
+    o->pool = 0;
+    o->seconds = 5.0;
+    o->json = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+        if (strcmp(a, "--json") == 0) {
+            o->json = true;
+            continue;
+        }
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            q_usage(o->prog, what, stdout);
+            return 1;
+        }
+        if (!v) {
+            fprintf(stderr, "%s: unknown option or missing value: '%s'\n", o->prog, a);
+            q_usage(o->prog, what, stderr);
+            return -1;
+        }
+        i++;
+        if (strcmp(a, "--conninfo") == 0) {
+            o->conninfo = v;
+        } else if (strcmp(a, "--impl-name") == 0) {
+            if (!*v || strpbrk(v, "\"\\")) {
+                fprintf(stderr, "%s: invalid --impl-name '%s'\n", o->prog, v);
+                return -1;
+            }
+            o->impl = v;
+        } else if (strcmp(a, "--threads") == 0) {
+            if (q_parse_int(o->prog, a, v, &o->threads))
+                return -1;
+        } else if (strcmp(a, "--pool") == 0) {
+            if (q_parse_int(o->prog, a, v, &o->pool))
+                return -1;
+        } else if (strcmp(a, "--seconds") == 0) {
+            char *end = NULL;
+            errno = 0;
+            o->seconds = strtod(v, &end);
+            if (errno != 0 || end == v || *end != '\0' || !(o->seconds > 0) ||
+                o->seconds > 86400) {
+                fprintf(stderr, "%s: invalid --seconds '%s'\n", o->prog, v);
+                return -1;
+            }
+        } else {
+            fprintf(stderr, "%s: unknown option '%s'\n", o->prog, a);
+            q_usage(o->prog, what, stderr);
+            return -1;
+        }
+    }
+    if (!o->conninfo || !*o->conninfo) {
+        fprintf(stderr, "%s: --conninfo is required\n", o->prog);
+        return -1;
+    }
+    return 0;
+}
+
+struct q_result {
+    double elapsed_s;
+    double cpu_us; /* this process's CPU time (user + system) in the window */
+    uint64_t ops, errors, retries;
+    struct q_hist op, wait;
+    char error[256]; /* the first error of any thread */
+};
+
+/*
+ * Start o->threads workers running fn(&threads[i]); each does its setup and
+ * calls q_start().  The window opens when the main thread leaves the
+ * barrier and closes S seconds later (absolute clock_nanosleep on
+ * CLOCK_MONOTONIC), when the stop flag rises; an operation in flight then
+ * still completes and counts (at most T extra operations).
+ * Returns 0, or -1 when a worker's setup failed (reported on stderr).
+ */
+static double q_cpu_us(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+static int q_run(const struct q_opts *o, void *(*fn)(void *), void *ctx, struct q_result *r)
+{
+    size_t n = (size_t)o->threads;
+    struct q_thread *th = aligned_alloc(Q_CACHELINE, n * sizeof *th);
+    memset(r, 0, sizeof *r);
+    if (!th) {
+        fprintf(stderr, "%s: out of memory\n", o->prog);
+        return -1;
+    }
+    memset(th, 0, n * sizeof *th);
+    atomic_store(&q_sync.stop, 0);
+    atomic_store(&q_sync.setup_failed, 0);
+    int rc = pthread_barrier_init(&q_sync.start, NULL, (unsigned)n + 1);
+    if (rc != 0) {
+        fprintf(stderr, "pthread_barrier_init: %s\n", strerror(rc));
+        free(th);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        th[i].index = (unsigned)i;
+        th[i].ctx = ctx;
+        rc = pthread_create(&th[i].tid, NULL, fn, &th[i]);
+        if (rc != 0) {
+            fprintf(stderr, "pthread_create: %s\n", strerror(rc));
+            exit(2); /* a half-filled barrier cannot be unwound */
+        }
+    }
+    rc = pthread_barrier_wait(&q_sync.start);
+    bool failed = atomic_load(&q_sync.setup_failed) != 0;
+    uint64_t t0 = q_now(), t1 = t0;
+    double cpu0 = q_cpu_us();
+    if (!failed) {
+        struct timespec until;
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        double whole = (double)(long)o->seconds;
+        until.tv_sec += (time_t)whole;
+        until.tv_nsec += (long)((o->seconds - whole) * 1e9);
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
+            ;
+        t1 = q_now();
+    }
+    atomic_store(&q_sync.stop, 1);
+    for (size_t i = 0; i < n; i++)
+        pthread_join(th[i].tid, NULL);
+    pthread_barrier_destroy(&q_sync.start);
+
+    r->cpu_us = q_cpu_us() - cpu0;
+    r->elapsed_s = (double)(t1 - t0) / 1e9;
+    for (size_t i = 0; i < n; i++) {
+        r->ops += th[i].ops;
+        r->errors += th[i].errors;
+        r->retries += th[i].retries;
+        q_hist_merge(&r->op, &th[i].op);
+        q_hist_merge(&r->wait, &th[i].wait);
+        if (th[i].error[0] && !r->error[0])
+            memcpy(r->error, th[i].error, sizeof r->error);
+    }
+    free(th);
+    if (r->error[0])
+        fprintf(stderr, "%s: first error: %s\n", o->prog, r->error);
+    return failed ? -1 : 0;
+}
+
+static inline double q_us(uint64_t ns)
+{
+    return (double)ns / 1000.0;
+}
+
+/* One JSON line (the shape of `tether bench query --json`); the *_wait_us
+ * fields only when the implementation gets a connection per operation. */
+static void q_report(const struct q_opts *o, int pool, const struct q_result *r)
+{
+    double ops_per_sec = r->elapsed_s > 0 ? (double)r->ops / r->elapsed_s : 0.0;
+    if (o->json) {
+        printf("{\"bench\":\"query\",\"impl\":\"%s\",\"threads\":%d,\"pool\":%d,"
+               "\"seconds\":%g,\"ops_per_sec\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
+               "\"max_us\":%.1f,\"errors\":%llu,\"retries\":%llu",
+               o->impl, o->threads, pool, o->seconds, ops_per_sec,
+               q_us(q_hist_pct(&r->op, 50)), q_us(q_hist_pct(&r->op, 99)), q_us(r->op.max),
+               (unsigned long long)r->errors, (unsigned long long)r->retries);
+        if (r->wait.n)
+            printf(",\"p50_wait_us\":%.1f,\"p99_wait_us\":%.1f,\"max_wait_us\":%.1f",
+                   q_us(q_hist_pct(&r->wait, 50)), q_us(q_hist_pct(&r->wait, 99)),
+                   q_us(r->wait.max));
+        printf(",\"cpu_us_per_op\":%.2f}\n", r->ops ? r->cpu_us / (double)r->ops : 0.0);
+    } else {
+        printf("query %-17s threads=%-3d pool=%-3d %8.0f ops/s (%llu in %.3f s)  "
+               "latency p50=%.1fus p99=%.1fus max=%.1fus  errors=%llu retries=%llu",
+               o->impl, o->threads, pool, ops_per_sec, (unsigned long long)r->ops,
+               r->elapsed_s, q_us(q_hist_pct(&r->op, 50)), q_us(q_hist_pct(&r->op, 99)),
+               q_us(r->op.max), (unsigned long long)r->errors,
+               (unsigned long long)r->retries);
+        if (r->wait.n)
+            printf("  wait p50=%.1fus p99=%.1fus max=%.1fus", q_us(q_hist_pct(&r->wait, 50)),
+                   q_us(q_hist_pct(&r->wait, 99)), q_us(r->wait.max));
+        printf("  cpu/op=%.2fus\n", r->ops ? r->cpu_us / (double)r->ops : 0.0);
+    }
+    fflush(stdout);
+}
+
+#endif /* TETHER_BENCH_QUERY_COMMON_C */
