@@ -44,15 +44,30 @@ typedef struct retry_counters {
 #define RETRY__DECL(name) _Atomic uint64_t name;
     RETRY_COUNTERS(RETRY__DECL)
 #undef RETRY__DECL
-} retry_counters;
+} __attribute__((aligned(64))) retry_counters;
+
+/* Counters are striped: a thread always bumps the same stripe, so threads
+ * sharing one policy (a pool's run()) do not fight over one cache line on
+ * every call. tether_retry_stats_get sums the stripes. */
+#define STRIPES 8
 
 struct tether_retry {
     tether_retry_opts o; /* validated copy; classify and clock resolved */
-    retry_counters c;
+    retry_counters c[STRIPES];
 };
 
+static _Atomic unsigned next_stripe;
+static _Thread_local unsigned my_stripe = STRIPES; /* STRIPES: unassigned */
+
+static unsigned stripe(void) {
+    if (my_stripe == STRIPES)
+        my_stripe = atomic_fetch_add(&next_stripe, 1) % STRIPES;
+    return my_stripe;
+}
+
 #define BUMP(r, name, n)                                                       \
-    atomic_fetch_add_explicit(&(r)->c.name, (uint64_t)(n), memory_order_relaxed)
+    atomic_fetch_add_explicit(&(r)->c[stripe()].name, (uint64_t)(n),           \
+                              memory_order_relaxed)
 
 /* How many tether_retry_run calls this thread is inside. */
 static _Thread_local int run_depth;
@@ -145,7 +160,9 @@ int tether_retry_create(tether_retry **out, const tether_retry_opts *o,
     int rc = validate(o, err);
     if (rc)
         return rc;
-    tether_retry *r = calloc(1, sizeof(*r));
+    tether_retry *r = aligned_alloc(64, sizeof(*r));
+    if (r)
+        memset(r, 0, sizeof(*r));
     if (!r)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "retry: out of memory");
@@ -167,11 +184,13 @@ void tether_retry_stats_get(const tether_retry *r, tether_retry_stats *out) {
     memset(out, 0, sizeof(*out));
     if (!r)
         return;
-    retry_counters *c = (retry_counters *)&r->c;
+    for (int i = 0; i < STRIPES; i++) {
+        retry_counters *c = (retry_counters *)&r->c[i];
 #define RETRY__LOAD(name)                                                      \
-    out->name = atomic_load_explicit(&c->name, memory_order_relaxed);
-    RETRY_COUNTERS(RETRY__LOAD)
+    out->name += atomic_load_explicit(&c->name, memory_order_relaxed);
+        RETRY_COUNTERS(RETRY__LOAD)
 #undef RETRY__LOAD
+    }
 }
 
 /* ---- one run ----------------------------------------------------------- */
@@ -214,7 +233,8 @@ static void run_init(run_state *x, tether_retry *r, unsigned flags,
     x->fn = fn;
     x->arg = arg;
     x->err = err;
-    x->seq = BUMP(r, runs, 1);
+    /* distinct per run and per stripe, reproducible on one thread */
+    x->seq = BUMP(r, runs, 1) * STRIPES + stripe();
     x->nested = run_depth > 0;
     if (x->nested)
         BUMP(r, nested, 1);
