@@ -961,8 +961,9 @@ static int pq_alive(void *conn) {
         if (!PQconsumeInput(c->pg) || PQstatus(c->pg) != CONNECTION_OK ||
             c->dying)
             return 0;
+        check_role(c); /* only consumed input can bring a new report; the
+                          last reset checked what the user's work read */
     }
-    check_role(c);
     return 1;
 }
 
