@@ -41,6 +41,10 @@ int cli_parse_int(const char *cmd, const char *opt, const char *text,
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
                        int64_t *ms);
 
+/* cli_json_str prints s (NULL: "") as a JSON string: quotes, backslashes
+ * and control bytes escaped. */
+void cli_json_str(const char *s);
+
 int cli_plan(int argc, char **argv);
 int cli_sim(int argc, char **argv);
 int cli_bench(int argc, char **argv);

@@ -90,6 +90,20 @@ int cli_parse_duration(const char *cmd, const char *opt, const char *text,
     return -1;
 }
 
+void cli_json_str(const char *s) {
+    putchar('"');
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         usage(stderr);

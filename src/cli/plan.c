@@ -350,20 +350,6 @@ static int configure(plan *p) {
 
 /* ---- output ------------------------------------------------------------ */
 
-static void json_string(const char *s) {
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            printf("\\%c", c);
-        else if (c < 0x20)
-            printf("\\u%04x", c);
-        else
-            putchar(c);
-    }
-    putchar('"');
-}
-
 static const char *strategy_label(const plan *p) {
     switch (p->o.strategy) {
     case TETHER_STRATEGY_MIRRORING:
@@ -401,7 +387,7 @@ static void print_attempt(const plan *p, const tether_step *st, int64_t t) {
     long port = p->ports[st->port];
     if (p->json) {
         printf("{\"attempt\":%d,\"host\":", st->attempt);
-        json_string(host);
+        cli_json_str(host);
         printf(",\"port\":%ld,\"start_ms\":%lld,\"budget_ms\":%lld}\n", port,
                (long long)t, (long long)st->budget_ms);
         return;

@@ -8,21 +8,6 @@
 
 static int json_mode;
 
-/* Print s as a JSON string (quotes, backslashes, control bytes escaped). */
-static void json_str(const char *s) {
-    putchar('"');
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
-}
-
 static const char *role_name(int role) {
     return role == 1 ? "primary" : role == 2 ? "standby" : "unknown";
 }
@@ -32,15 +17,15 @@ static void on_event(void *ctx, const tether_connect_event *ev) {
     if (json_mode) {
         printf("{\"attempt\":%d,\"host\":", ev->attempt);
         /* pauses: delay_ms says how long */
-        json_str(ev->host);
+        cli_json_str(ev->host);
         printf(",\"port\":%d,\"phase\":\"%s\",\"class\":\"%s\",\"code\":",
                ev->port, ev->phase, tether_class_name(ev->cls));
-        json_str(ev->code ? tether_errname(ev->code) : "");
+        cli_json_str(ev->code ? tether_errname(ev->code) : "");
         printf(",\"role\":\"%s\",\"elapsed_ms\":%lld,\"budget_ms\":%lld,"
                "\"delay_ms\":%lld,\"message\":",
                role_name(ev->role), (long long)ev->elapsed_ms,
                (long long)ev->budget_ms, (long long)ev->delay_ms);
-        json_str(ev->message);
+        cli_json_str(ev->message);
         printf("}\n");
     } else if (!strcmp(ev->phase, "pause") || !strcmp(ev->phase, "provision")) {
         printf("%8lld ms  %-9s %lld ms\n", (long long)ev->elapsed_ms, ev->phase,
@@ -98,10 +83,10 @@ int cli_probe(int argc, char **argv) {
         printf("{\"outcome\":\"%s\",\"attempts\":%d,\"elapsed_ms\":%lld,"
                "\"error\":",
                rc ? "fail" : "ok", err.attempts, (long long)err.elapsed_ms);
-        json_str(rc ? tether_errname(rc) : "");
+        cli_json_str(rc ? tether_errname(rc) : "");
         printf(",\"class\":\"%s\",\"message\":",
                tether_class_name(rc ? err.cls : TETHER_CLASS_NONE));
-        json_str(rc ? err.message : "");
+        cli_json_str(rc ? err.message : "");
         printf("}\n");
     } else if (rc) {
         printf("failed after %d attempts, %lld ms: %s (%s)\n", err.attempts,

@@ -45,23 +45,31 @@ void tether_error_clear(tether_error *err) {
         memset(err, 0, sizeof(*err));
 }
 
-int tether_error_set(tether_error *err, int code, tether_class cls,
-                     const char *fmt, ...) {
+int tether__error_vset(tether_error *err, int code, tether_class cls,
+                       const char *prefix, const char *fmt, va_list ap) {
     if (!err)
         return code;
     tether_error_clear(err);
     err->code = code;
     err->cls = cls;
-    if (fmt) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->message, sizeof(err->message), fmt, ap);
-        va_end(ap);
-    } else {
-        snprintf(err->message, sizeof(err->message), "%s",
+    if (!fmt) {
+        snprintf(err->message, sizeof(err->message), "%s%s", prefix,
                  tether_strerror(code));
+        return code;
     }
+    int n = snprintf(err->message, sizeof(err->message), "%s", prefix);
+    if (n >= 0 && (size_t)n < sizeof(err->message))
+        vsnprintf(err->message + n, sizeof(err->message) - (size_t)n, fmt, ap);
     return code;
+}
+
+int tether_error_set(tether_error *err, int code, tether_class cls,
+                     const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = tether__error_vset(err, code, cls, "", fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 const char *tether_class_name(tether_class cls) {

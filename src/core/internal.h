@@ -5,6 +5,7 @@
 
 #include "tether.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 
 #define TETHER__NS_PER_MS 1000000LL
@@ -31,6 +32,11 @@ int64_t tether__rng_range(tether__rng *r, int64_t lo, int64_t hi);
 
 /* tether__system_seed returns a seed from the OS (never 0). */
 uint64_t tether__system_seed(void);
+
+/* tether__error_vset is tether_error_set with a va_list and a prefix:
+ * the message is "<prefix><formatted text>" (prefix may be ""). */
+int tether__error_vset(tether_error *err, int code, tether_class cls,
+                       const char *prefix, const char *fmt, va_list ap);
 
 /* tether__clock returns c, or the real clock when c is NULL. */
 const tether_clock *tether__clock(const tether_clock *c);

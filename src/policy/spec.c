@@ -175,13 +175,14 @@ static int spec_fail(const spec_parser *ps, const char *fmt, ...)
 
 /* spec_fail sets err to TETHER_ESPEC with "<what>: <message>". */
 static int spec_fail(const spec_parser *ps, const char *fmt, ...) {
-    char msg[TETHER_MSG_MAX];
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "%s: ", ps->def->what);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    int rc = tether__error_vset(ps->err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                                prefix, fmt, ap);
     va_end(ap);
-    return tether_error_set(ps->err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                            "%s: %s", ps->def->what, msg);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -416,6 +416,15 @@ void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
      * this slot idle. In barging mode the first waiter also polls every
      * barge_limit_us, so no wake-up is lost for longer than that. */
     atomic_exchange(&s->state, SLOT_IDLE);
+    /* A close that began after the check above may have swept the idle
+     * slots already and now waits for this one: take it back and close it
+     * (a full barrier on both sides; the CAS decides who closes it). */
+    if (atomic_load(&p->closing)) {
+        int e = SLOT_IDLE;
+        if (atomic_compare_exchange_strong(&s->state, &e, SLOT_RESERVED))
+            tether__pool_discard(p, s, CLOSE_SHUTDOWN);
+        return;
+    }
     while (head_overdue(p)) {
         int e = SLOT_IDLE;
         if (!atomic_compare_exchange_strong(&s->state, &e, SLOT_USED))

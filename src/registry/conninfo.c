@@ -130,13 +130,12 @@ static int fail(parser *ps, const char *fmt, ...)
 
 /* fail sets err to TETHER_ESPEC, "connection string: <message>". */
 static int fail(parser *ps, const char *fmt, ...) {
-    char msg[TETHER_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    int rc = tether__error_vset(ps->err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                                "connection string: ", fmt, ap);
     va_end(ap);
-    return tether_error_set(ps->err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                            "connection string: %s", msg);
+    return rc;
 }
 
 /* kw_quote returns ` "key"` for a documented keyword, else "". */
