@@ -122,7 +122,8 @@ typedef struct tether_error {
     char message[TETHER_MSG_MAX]; /* human text; never contains passwords */
 } tether_error;
 
-/* tether_error_clear resets err (NULL is accepted). */
+/* tether_error_clear resets err: numbers to 0, classes to none, sqlstate
+ * and message to "" (NULL is accepted). */
 TETHER_API void tether_error_clear(tether_error *err);
 
 /* tether_error_set fills err (if not NULL) with code, class and a printf-style

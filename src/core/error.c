@@ -40,9 +40,20 @@ const char *tether_errname(int code) {
     }
 }
 
+/* Field by field, strings emptied: this runs on every attempt, and a
+ * memset of the whole message buffer would cost more than the rest. */
 void tether_error_clear(tether_error *err) {
-    if (err)
-        memset(err, 0, sizeof(*err));
+    if (!err)
+        return;
+    err->code = 0;
+    err->cls = TETHER_CLASS_NONE;
+    err->stop = TETHER_STOP_NONE;
+    err->not_sent = 0;
+    err->attempts = 0;
+    err->elapsed_ms = 0;
+    err->retry_after_ms = 0;
+    err->sqlstate[0] = '\0';
+    err->message[0] = '\0';
 }
 
 int tether__error_vset(tether_error *err, int code, tether_class cls,

@@ -6,12 +6,17 @@
 #include "tether.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #define TETHER__NS_PER_MS 1000000LL
 
 #define TETHER__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define TETHER__MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* Thread-local storage read on hot paths: initial-exec is a plain
+ * %fs-relative load, no __tls_get_addr call from the shared library. */
+#define TETHER__TLS _Thread_local __attribute__((tls_model("initial-exec")))
 
 /* A small, fast PRNG (xoshiro256**) seeded through splitmix64. */
 typedef struct tether__rng {
@@ -52,5 +57,21 @@ void tether__log(tether_log_fn fn, void *ctx, tether_log_level level,
 /* tether__mul_sat multiplies a non-negative ms value by f, saturating at
  * cap (avoids overflow for long exponential sequences). */
 int64_t tether__mul_sat(int64_t v, double f, int64_t cap);
+
+/* The coarse time the pool housekeeper (src/pool/housekeeper.c) publishes
+ * every 10 ms (ms, monotonic), valid while tether__ticker_on. */
+extern _Atomic int64_t tether__ticker;
+extern _Atomic int tether__ticker_on;
+
+/* tether__coarse_ms reads CLOCK_MONOTONIC_COARSE in ms. */
+int64_t tether__coarse_ms(void);
+
+/* tether__ticker_ms returns the published time, or reads the coarse clock
+ * when the housekeeper is not running. Inline: it is on the fast path. */
+static inline int64_t tether__ticker_ms(void) {
+    if (atomic_load_explicit(&tether__ticker_on, memory_order_relaxed))
+        return atomic_load_explicit(&tether__ticker, memory_order_relaxed);
+    return tether__coarse_ms();
+}
 
 #endif

@@ -9,7 +9,8 @@
  *
  * After connect the socket is non-blocking for good. alive() makes no round
  * trip: it reads what the server already sent (a FATAL such as
- * pg_terminate_backend's, EOF, a new in_hot_standby value). validate() and
+ * pg_terminate_backend's, EOF, a new in_hot_standby value); role reports a
+ * statement read are compared once per tick (check_role_tick). validate() and
  * reset() run one query each within a time budget with a poll() loop on a
  * monotonic clock; a query that overruns leaves the connection broken (no
  * blocking PQcancel).
@@ -48,9 +49,10 @@ typedef struct pq_conn {
     char hot_standby[STATUS_MAX];    /* in_hot_standby at connect ("": none) */
     char read_only[STATUS_MAX];      /* default_transaction_read_only, same */
     int queried_role;                /* from tether__pq_query_role */
-    int fatal;  /* role change, shutdown or crash: clear the pool */
-    int dying;  /* the server sent a FATAL: it is closing the connection */
-    int broken; /* our I/O failed, or a query overran its budget */
+    int64_t role_ms; /* tick of the last role check (check_role_tick) */
+    int fatal;       /* role change, shutdown or crash: clear the pool */
+    int dying;       /* the server sent a FATAL: it is closing the connection */
+    int broken;      /* our I/O failed, or a query overran its budget */
     char label[LABEL_MAX];
 } pq_conn;
 
@@ -663,6 +665,20 @@ static void check_role(pq_conn *c) {
         c->fatal = 1;
 }
 
+/* check_role_tick runs check_role at most once per housekeeper tick
+ * (10 ms) per connection. The check walks libpq's list of server
+ * parameters, a dozen separately allocated nodes that are cold in the
+ * cache of a busy thread; on every acquire and release it cost more than
+ * the rest of the pool's path. A role change the server reports during
+ * work is therefore seen by the first acquire or release in a later tick. */
+static void check_role_tick(pq_conn *c) {
+    int64_t t = tether__ticker_ms();
+    if (t != c->role_ms) {
+        c->role_ms = t;
+        check_role(c);
+    }
+}
+
 static int pq_role(void *conn) {
     pq_conn *c = conn;
     const char *v = PQparameterStatus(c->pg, "in_hot_standby");
@@ -961,9 +977,10 @@ static int pq_alive(void *conn) {
         if (!PQconsumeInput(c->pg) || PQstatus(c->pg) != CONNECTION_OK ||
             c->dying)
             return 0;
-        check_role(c); /* only consumed input can bring a new report; the
-                          last reset checked what the user's work read */
+        check_role(c); /* a report that came while idle */
+        return 1;
     }
+    check_role_tick(c); /* one the last work read, if not seen yet */
     return 1;
 }
 
@@ -1007,7 +1024,7 @@ static int pq_reset(void *conn, const char *reset_query, tether_error *err) {
                               "reset on %s left a transaction open", c->label);
     if (rc < 0)
         return reset_verdict(c, rc);
-    check_role(c);
+    check_role_tick(c);
     return c->fatal ? TETHER__FATAL : 0;
 }
 

@@ -57,7 +57,7 @@ struct tether_retry {
 };
 
 static _Atomic unsigned next_stripe;
-static _Thread_local unsigned my_stripe = STRIPES; /* STRIPES: unassigned */
+static TETHER__TLS unsigned my_stripe = STRIPES; /* STRIPES: unassigned */
 
 static unsigned stripe(void) {
     if (my_stripe == STRIPES)
@@ -70,7 +70,7 @@ static unsigned stripe(void) {
                               memory_order_relaxed)
 
 /* How many tether_retry_run calls this thread is inside. */
-static _Thread_local int run_depth;
+static TETHER__TLS int run_depth;
 
 /* ---- options ----------------------------------------------------------- */
 

@@ -17,10 +17,7 @@ typedef struct tls_entry {
     tether_lease *slot;
 } tls_entry;
 
-/* initial-exec: a plain %fs-relative load, no __tls_get_addr call on the
- * fast path of the shared library. */
-static _Thread_local tls_entry tls_cache[TLS_WAYS]
-    __attribute__((tls_model("initial-exec")));
+static TETHER__TLS tls_entry tls_cache[TLS_WAYS];
 static _Atomic uint64_t next_pool_id = 1;
 
 static int64_t mono_ns(void) {

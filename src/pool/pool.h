@@ -144,20 +144,4 @@ void tether__hist_record(tether_pool *p, int64_t us);
 void tether__hk_register(tether_pool *p);
 void tether__hk_unregister(tether_pool *p);
 
-/* The coarse time the housekeeper publishes every 10 ms (ms, monotonic),
- * valid while tether__ticker_on. */
-extern _Atomic int64_t tether__ticker;
-extern _Atomic int tether__ticker_on;
-
-/* tether__coarse_ms reads CLOCK_MONOTONIC_COARSE in ms. */
-int64_t tether__coarse_ms(void);
-
-/* tether__ticker_ms returns the published time, or reads the coarse clock
- * when the housekeeper is not running. Inline: it is on the fast path. */
-static inline int64_t tether__ticker_ms(void) {
-    if (atomic_load_explicit(&tether__ticker_on, memory_order_relaxed))
-        return atomic_load_explicit(&tether__ticker, memory_order_relaxed);
-    return tether__coarse_ms();
-}
-
 #endif

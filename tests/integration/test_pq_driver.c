@@ -468,13 +468,21 @@ static void test_promotion_marks_fatal(void **state) {
     assert_int_equal(DRV->role(conn), TETHER__ROLE_STANDBY);
     snprintf(cmd, sizeof(cmd), "'%s' promote '%s' >/dev/null 2>&1", ctl, dir);
     assert_int_equal(system(cmd), 0);
+    /* The report comes with a statement's answer; reset compares once per
+     * 10 ms tick, so the reset after a 20 ms pause must see it. */
     double t0 = mono_ms();
-    while (DRV->role(conn) != TETHER__ROLE_PRIMARY && mono_ms() - t0 < 10000) {
-        assert_int_equal(DRV->validate(conn, 5000, &err), 0);
+    int rc = 0;
+    while (rc != TETHER__FATAL && mono_ms() - t0 < 10000) {
+        assert_int_equal(exec_err(conn, "SELECT 1", &err), 0);
         usleep(20000);
+        rc = DRV->reset(conn, NULL, &err);
     }
+    printf("    reset() == TETHER__FATAL %.0f ms after the promotion\n",
+           mono_ms() - t0);
+    assert_int_equal(rc, TETHER__FATAL);
     assert_int_equal(DRV->role(conn), TETHER__ROLE_PRIMARY);
     assert_int_equal(DRV->alive(conn), 1);
+    assert_int_equal(DRV->validate(conn, 5000, &err), 0);
     assert_int_equal(DRV->reset(conn, NULL, &err), TETHER__FATAL);
     DRV->close(conn);
 }
