@@ -409,6 +409,7 @@ static inline double q_us(uint64_t ns)
 
 /* One JSON line (the shape of `tether bench query --json`); the *_wait_us
  * fields only when the implementation gets a connection per operation. */
+__attribute__((unused)) /* bench/corun.c prints its own */
 static void q_report(const struct q_opts *o, int pool, const struct q_result *r)
 {
     double ops_per_sec = r->elapsed_s > 0 ? (double)r->ops / r->elapsed_s : 0.0;
