@@ -176,29 +176,20 @@ static void report(const struct q_opts *o, const struct corun *c, double secs) {
     double ratio = d->ops ? 100.0 * (double)x->ops / (double)d->ops : 0;
     const char *fmt =
         o->json
-            ? "{\"bench\":\"corun\",\"mode\":\"%s\",\"threads\":%d,\"seconds\":"
-              "%.3f,"
-              "\"dedicated_ops\":%llu,\"other_ops\":%llu,\"ratio_pct\":%.2f,"
-              "\"dedicated_gap_p50_ns\":%llu,\"other_gap_p50_ns\":%llu,"
-              "\"other_gap_p99_ns\":%llu,\"errors\":%llu}\n"
-            : "corun mode=%s threads=%d+%d %.1f s: dedicated %llu ops, other "
-              "%llu "
-              "ops, ratio %.1f %%; gap p50 %llu ns (dedicated) vs %llu ns, "
-              "p99 %llu ns; errors %llu\n";
-    if (o->json)
-        printf(fmt, mode_name(c->mode), o->threads / 2, secs,
-               (unsigned long long)d->ops, (unsigned long long)x->ops, ratio,
-               (unsigned long long)q_hist_pct(&d->gap, 50),
-               (unsigned long long)q_hist_pct(&x->gap, 50),
-               (unsigned long long)q_hist_pct(&x->gap, 99),
-               (unsigned long long)(d->errors + x->errors));
-    else
-        printf(fmt, mode_name(c->mode), o->threads / 2, o->threads / 2, secs,
-               (unsigned long long)d->ops, (unsigned long long)x->ops, ratio,
-               (unsigned long long)q_hist_pct(&d->gap, 50),
-               (unsigned long long)q_hist_pct(&x->gap, 50),
-               (unsigned long long)q_hist_pct(&x->gap, 99),
-               (unsigned long long)(d->errors + x->errors));
+            ? "{\"bench\":\"corun\",\"mode\":\"%s\",\"threads_per_half\":%d,"
+              "\"seconds\":%.3f,\"dedicated_ops\":%llu,\"other_ops\":%llu,"
+              "\"ratio_pct\":%.2f,\"dedicated_gap_p50_ns\":%llu,"
+              "\"other_gap_p50_ns\":%llu,\"other_gap_p99_ns\":%llu,"
+              "\"errors\":%llu}\n"
+            : "corun mode=%s threads=%d per half %.1f s: dedicated %llu ops, "
+              "other %llu ops, ratio %.1f %%; gap p50 %llu ns (dedicated) "
+              "vs %llu ns, p99 %llu ns; errors %llu\n";
+    printf(fmt, mode_name(c->mode), o->threads / 2, secs,
+           (unsigned long long)d->ops, (unsigned long long)x->ops, ratio,
+           (unsigned long long)q_hist_pct(&d->gap, 50),
+           (unsigned long long)q_hist_pct(&x->gap, 50),
+           (unsigned long long)q_hist_pct(&x->gap, 99),
+           (unsigned long long)(d->errors + x->errors));
 }
 
 int main(int argc, char **argv) {

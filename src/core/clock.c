@@ -6,11 +6,15 @@
 #include <stdlib.h>
 #include <time.h>
 
-static int64_t real_now_ns(void *ctx) {
-    (void)ctx;
+int64_t tether__mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t real_now_ns(void *ctx) {
+    (void)ctx;
+    return tether__mono_ns();
 }
 
 static void real_sleep_ns(void *ctx, int64_t ns) {

@@ -63,6 +63,10 @@ int64_t tether__mul_sat(int64_t v, double f, int64_t cap);
 extern _Atomic int64_t tether__ticker;
 extern _Atomic int tether__ticker_on;
 
+/* tether__mono_ns reads CLOCK_MONOTONIC in ns (the real clock's now_ns;
+ * also for code that must use real time whatever clock it was given). */
+int64_t tether__mono_ns(void);
+
 /* tether__coarse_ms reads CLOCK_MONOTONIC_COARSE in ms. */
 int64_t tether__coarse_ms(void);
 

@@ -343,7 +343,8 @@ static int attempt(run_state *x) {
         a.deadline_ms = x->deadline_ns / TETHER__NS_PER_MS;
     }
     BUMP(x->r, attempts, 1);
-    tether_error_clear(x->err);
+    if (a.number > 1) /* run_init cleared it for the first */
+        tether_error_clear(x->err);
     int rc = x->fn(x->arg, &a, x->err);
     if (rc >= 0)
         return rc;

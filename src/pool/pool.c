@@ -20,12 +20,6 @@ typedef struct tls_entry {
 static TETHER__TLS tls_entry tls_cache[TLS_WAYS];
 static _Atomic uint64_t next_pool_id = 1;
 
-static int64_t mono_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 int64_t tether__pool_now(const tether_pool *p) {
     if (p->real_clock)
         return tether__ticker_ms();
@@ -226,7 +220,7 @@ static void queue_push(tether_pool *p, waiter *w) {
         p->tail->next = w;
     } else {
         p->head = w;
-        atomic_store(&p->head_since_ns, mono_ns());
+        atomic_store(&p->head_since_ns, tether__mono_ns());
     }
     p->tail = w;
     p->nqueued++;
@@ -240,7 +234,7 @@ static void queue_remove(tether_pool *p, waiter *w) {
         /* A new head: its time of being passed over starts now, and it
          * starts polling for idle connections (barging mode). */
         p->head = w->next;
-        atomic_store(&p->head_since_ns, p->head ? mono_ns() : 0);
+        atomic_store(&p->head_since_ns, p->head ? tether__mono_ns() : 0);
         if (p->head && p->o.barge_limit_us > 0)
             pthread_cond_signal(&p->head->cv);
     }
@@ -272,7 +266,8 @@ static int head_overdue_slow(tether_pool *p) {
         return 1;
     int64_t since =
         atomic_load_explicit(&p->head_since_ns, memory_order_relaxed);
-    return since != 0 && mono_ns() - since >= p->o.barge_limit_us * 1000;
+    return since != 0 &&
+           tether__mono_ns() - since >= p->o.barge_limit_us * 1000;
 }
 
 /* Whether arrivals must leave idle connections to the waiters: always when
@@ -347,10 +342,10 @@ static int checkout(tether_pool *p, tether_lease *s, const char *file, int line,
         return -1;
     }
     if (now - s->checked_ms > p->o.validate_idle_ms) {
-        int64_t t0 = mono_ns();
+        int64_t t0 = tether__mono_ns();
         int bad = p->drv->validate(s->conn, p->o.validate_timeout_ms, NULL);
         if (validate_us)
-            *validate_us = (mono_ns() - t0) / 1000;
+            *validate_us = (tether__mono_ns() - t0) / 1000;
         if (bad) {
             tether__pool_discard(p, s, CLOSE_VALIDATION);
             return -1;
@@ -512,7 +507,7 @@ typedef struct acq {
 } acq;
 
 static int64_t left_ms(const acq *a) {
-    int64_t ns = a->deadline_ns - mono_ns();
+    int64_t ns = a->deadline_ns - tether__mono_ns();
     return ns <= 0 ? 0 : (ns + 999999) / 1000000;
 }
 
@@ -532,11 +527,12 @@ static int sleep_turn(acq *a, waiter *w) {
     tether_pool *p = a->p;
     int64_t until = a->deadline_ns;
     if (p->head == w && p->o.barge_limit_us > 0)
-        until = TETHER__MIN(until, mono_ns() + p->o.barge_limit_us * 1000);
+        until =
+            TETHER__MIN(until, tether__mono_ns() + p->o.barge_limit_us * 1000);
     struct timespec ts = {(time_t)(until / 1000000000LL),
                           (long)(until % 1000000000LL)};
     pthread_cond_timedwait(&w->cv, &p->lock, &ts);
-    return w->given || w->wake || mono_ns() < a->deadline_ns;
+    return w->given || w->wake || tether__mono_ns() < a->deadline_ns;
 }
 
 /* Wait in the queue until handed a slot, granted capacity, closed or the
@@ -629,7 +625,7 @@ static int acquire_slow(acq *a, tether_lease **out) {
                                     p->name);
         tether_lease *s = take_idle(p);
         if (!s) {
-            if (mono_ns() >= a->deadline_ns)
+            if (tether__mono_ns() >= a->deadline_ns)
                 return timed_out(a);
             pthread_mutex_lock(&p->lock);
             int rc = slow_round(a, &s);
@@ -668,11 +664,11 @@ int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
     }
     if (timeout_ms < 0)
         timeout_ms = p->o.acquire_timeout_ms;
-    acq a = {p, mono_ns(), 0, file, line, err};
+    acq a = {p, tether__mono_ns(), 0, file, line, err};
     a.deadline_ns = a.start_ns + timeout_ms * 1000000LL;
     int rc = acquire_slow(&a, out);
     if (rc == 0)
-        tether__hist_record(p, (mono_ns() - a.start_ns) / 1000);
+        tether__hist_record(p, (tether__mono_ns() - a.start_ns) / 1000);
     return rc;
 }
 
@@ -751,7 +747,8 @@ int tether_pool_close(tether_pool *p, int64_t wait_ms, tether_error *err) {
     atomic_fetch_add(&p->gen, 1); /* what the fast path finds is stale */
     wake_all_closed(p);
     sweep_idle(p, CLOSE_SHUTDOWN);
-    int64_t deadline = wait_ms < 0 ? -1 : mono_ns() + wait_ms * 1000000LL;
+    int64_t deadline =
+        wait_ms < 0 ? -1 : tether__mono_ns() + wait_ms * 1000000LL;
     struct timespec ts = {(time_t)(deadline / 1000000000LL),
                           (long)(deadline % 1000000000LL)};
     int rc = 0;
