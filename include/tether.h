@@ -702,6 +702,8 @@ typedef struct tether_sim_stats {
     uint64_t open;        /* connections open now */
     uint64_t closed;
     uint64_t validations; /* round trips */
+    uint64_t probes;      /* liveness checks that asked for the socket
+                             probe (counted; a sim breaks in memory) */
     uint64_t resets;
     uint64_t uses;        /* tether_sim_use calls */
 } tether_sim_stats;
@@ -844,8 +846,9 @@ TETHER_API int tether_pq_error(void *pgconn, void *pgresult,
  * waiters, barge limit 1 ms (waiters are served first come, first served;
  * a newcomer may take an idle connection ahead of the first waiter only
  * until that waiter has been passed over for 1 ms), validation bypass
- * window 500 ms, validation timeout 5 s,
- * keepalive of idle connections every 2 min, idle timeout 4 min (each
+ * window 500 ms, validation timeout 5 s, socket probe of connections idle
+ * 50 us or longer (the cheap liveness check's system call; see
+ * probe_idle_us), keepalive of idle connections every 2 min, idle timeout 4 min (each
  * connection gets a random value in [1, 2] x that: 4-8 min), max lifetime
  * 30 min (each connection gets a random value in [0.85, 1] x that, and
  * retirements are spaced), leak threshold 0 (off), breaker preset
@@ -872,6 +875,9 @@ typedef struct tether_pool_opts {
                                     (0 = strict FIFO) */
     int64_t validate_idle_ms;    /* round trip only if idle longer */
     int64_t validate_timeout_ms;
+    int64_t probe_idle_us;       /* the liveness check also polls the
+                                    socket when the connection has been idle
+                                    this long (us); 0 = on every checkout */
     int64_t keepalive_ms;        /* 0 = off */
     int64_t idle_timeout_ms;     /* 0 = never (idle above min_size) */
     int64_t max_lifetime_ms;     /* 0 = unlimited */

@@ -46,8 +46,11 @@ struct tether_driver {
      * then closes conn). Same returns as connect_start; on error conn must
      * still be closed by the caller. */
     int (*connect_poll)(void *conn, tether__wait *w, tether_error *err);
-    /* Cheap liveness check, no round trip: 1 alive, 0 broken. */
-    int (*alive)(void *conn);
+    /* Cheap liveness check, no round trip: 1 alive, 0 broken. The state
+     * the driver holds is always looked at; with probe set, also the
+     * socket (for input or a hang-up that came while idle: one system
+     * call). */
+    int (*alive)(void *conn, int probe);
     /* Round-trip validation within timeout_ms: 0 or a negative error. */
     int (*validate)(void *conn, int64_t timeout_ms, tether_error *err);
     /* Reset on release (roll back, reset_query may be NULL): 0 clean;

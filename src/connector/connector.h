@@ -32,6 +32,7 @@ typedef struct tether__conncfg {
     tether_backoff_opts pause;  /* between passes (tether_pause spec) */
     /* Pool settings (tether_pool_open). */
     int pool_min, pool_max;
+    int probe_idle_us; /* tether_probe_idle_us */
     int64_t acquire_timeout_ms, idle_timeout_ms, max_lifetime_ms,
         validate_idle_ms, leak_threshold_ms;
     char *reset_query;

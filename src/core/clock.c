@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-int64_t tether__mono_ns(void) {
+TETHER__HOT int64_t tether__mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;

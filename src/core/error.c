@@ -42,7 +42,7 @@ const char *tether_errname(int code) {
 
 /* Field by field, strings emptied: this runs on every attempt, and a
  * memset of the whole message buffer would cost more than the rest. */
-void tether_error_clear(tether_error *err) {
+TETHER__HOT void tether_error_clear(tether_error *err) {
     if (!err)
         return;
     err->code = 0;

@@ -43,16 +43,19 @@ struct tether__pq_params {
 };
 
 typedef struct pq_conn {
+    /* Read on every acquire and release (pq_alive, pq_reset): first. */
     PGconn *pg;
-    const tether__pq_params *params; /* while connecting only */
-    PQnoticeReceiver next_rx;        /* libpq's receiver, for other notices */
-    char hot_standby[STATUS_MAX];    /* in_hot_standby at connect ("": none) */
-    char read_only[STATUS_MAX];      /* default_transaction_read_only, same */
-    int queried_role;                /* from tether__pq_query_role */
-    int64_t role_ms; /* tick of the last role check (check_role_tick) */
+    int sock;        /* PQsocket once connected (it never changes then) */
     int fatal;       /* role change, shutdown or crash: clear the pool */
     int dying;       /* the server sent a FATAL: it is closing the connection */
     int broken;      /* our I/O failed, or a query overran its budget */
+    int64_t role_ms; /* tick of the last role check (check_role_tick) */
+    char hot_standby[STATUS_MAX]; /* in_hot_standby at connect ("": none) */
+    char read_only[STATUS_MAX];   /* default_transaction_read_only, same */
+
+    const tether__pq_params *params; /* while connecting only */
+    PQnoticeReceiver next_rx;        /* libpq's receiver, for other notices */
+    int queried_role;                /* from tether__pq_query_role */
     char label[LABEL_MAX];
 } pq_conn;
 
@@ -671,7 +674,7 @@ static void check_role(pq_conn *c) {
  * cache of a busy thread; on every acquire and release it cost more than
  * the rest of the pool's path. A role change the server reports during
  * work is therefore seen by the first acquire or release in a later tick. */
-static void check_role_tick(pq_conn *c) {
+TETHER__HOT static void check_role_tick(pq_conn *c) {
     int64_t t = tether__ticker_ms();
     if (t != c->role_ms) {
         c->role_ms = t;
@@ -724,6 +727,7 @@ static int finish_connect(pq_conn *c, tether_error *err) {
     remember(c->hot_standby, c->pg, "in_hot_standby");
     remember(c->read_only, c->pg, "default_transaction_read_only");
     c->params = NULL;
+    c->sock = PQsocket(c->pg);
     return TETHER__CONNECTED;
 }
 
@@ -774,6 +778,7 @@ static int pq_connect_start(void *ctx, const tether__endpoint *ep, void **conn,
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "pq: out of memory");
     c->params = ctx;
+    c->sock = -1;
     int rc = start_libpq(c, ep, err);
     if (rc == 0) {
         make_label(c, ep);
@@ -962,18 +967,18 @@ static int usable(pq_conn *c, const char *what, tether_error *err) {
 /* ---- alive, validate, reset ------------------------------------------- */
 
 /* readable_now: the server sent something (or hung up) already. */
-static int readable_now(PGconn *pg) {
-    struct pollfd pfd = {PQsocket(pg), POLLIN, 0};
+TETHER__HOT static int readable_now(const pq_conn *c) {
+    struct pollfd pfd = {c->sock, POLLIN, 0};
     if (pfd.fd < 0)
         return 0;
     return poll(&pfd, 1, 0) > 0;
 }
 
-static int pq_alive(void *conn) {
+TETHER__HOT static int pq_alive(void *conn, int probe) {
     pq_conn *c = conn;
     if (c->broken || c->dying || PQstatus(c->pg) != CONNECTION_OK)
         return 0;
-    if (readable_now(c->pg)) {
+    if (probe && readable_now(c)) {
         if (!PQconsumeInput(c->pg) || PQstatus(c->pg) != CONNECTION_OK ||
             c->dying)
             return 0;
@@ -1008,9 +1013,24 @@ static int reset_verdict(pq_conn *c, int rc) {
     return c->fatal ? TETHER__FATAL : rc;
 }
 
-static int pq_reset(void *conn, const char *reset_query, tether_error *err) {
+/* clean: the common release, told apart with two libpq calls: nothing
+ * to roll back, no reset query, no pipeline, nothing in flight
+ * (PQtransactionStatus is UNKNOWN on a bad connection, ACTIVE while a
+ * query runs). */
+TETHER__HOT static int clean(const pq_conn *c, const char *reset_query) {
+    return !c->broken && !c->dying && !(reset_query && *reset_query) &&
+           PQtransactionStatus(c->pg) == PQTRANS_IDLE &&
+           PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF;
+}
+
+TETHER__HOT static int pq_reset(void *conn, const char *reset_query,
+                                tether_error *err) {
     pq_conn *c = conn;
     pq_run run = {0, NULL, 0};
+    if (clean(c, reset_query)) {
+        check_role_tick(c);
+        return c->fatal ? TETHER__FATAL : 0;
+    }
     int rc = usable(c, "reset", err);
     if (rc)
         return reset_verdict(c, rc);

@@ -61,6 +61,7 @@ struct sim_conn {
     _Atomic uint64_t resets;
     _Atomic uint64_t uses;
     _Atomic uint64_t validations;
+    _Atomic uint64_t probes;
     uint64_t id;
     tether_sim *sim;
     /* The sim's list of connections, under the sim's lock. */
@@ -305,6 +306,7 @@ void tether_sim_stats_get(tether_sim *sim, tether_sim_stats *out) {
     *out = sim->st;
     for (sim_conn *c = sim->conns; c; c = c->next) {
         out->validations += load(&c->validations);
+        out->probes += load(&c->probes);
         out->resets += load(&c->resets);
         out->uses += load(&c->uses);
     }
@@ -488,6 +490,7 @@ static void sim_close(void *conn) {
         sim->st.closed++;
     }
     sim->st.validations += load(&c->validations);
+    sim->st.probes += load(&c->probes);
     sim->st.resets += load(&c->resets);
     sim->st.uses += load(&c->uses);
     pthread_mutex_unlock(&sim->lock);
@@ -496,8 +499,10 @@ static void sim_close(void *conn) {
 
 /* ---- the hot path ----------------------------------------------------- */
 
-static int sim_alive(void *conn) {
+static int sim_alive(void *conn, int probe) {
     sim_conn *c = conn;
+    if (probe) /* counted only: a sim connection breaks in memory */
+        bump(&c->probes);
     if (c->faults & FAULT_IDLE)
         maybe_break(c, c->sim->o.break_idle_rate);
     return !is_broken(c);

@@ -41,6 +41,9 @@
     X(delay_ms_total)
 
 typedef struct retry_counters {
+    _Atomic uint64_t quick; /* runs done by a first attempt that succeeded
+                               on the fast path: each is also a run, an
+                               attempt and a success (summed in stats) */
 #define RETRY__DECL(name) _Atomic uint64_t name;
     RETRY_COUNTERS(RETRY__DECL)
 #undef RETRY__DECL
@@ -52,6 +55,12 @@ typedef struct retry_counters {
 #define STRIPES 8
 
 struct tether_retry {
+    /* Read by every run (see run_fast): one line. */
+    int fast;                 /* first attempts may take run_fast */
+    int64_t first_timeout_ms; /* attempt 1's timeout_ms */
+    int64_t deadline_ms;      /* o.deadline_ms capped at MAX_MS; 0 = none */
+    tether_budget *budget;    /* o.budget */
+
     tether_retry_opts o; /* validated copy; classify and clock resolved */
     retry_counters c[STRIPES];
 };
@@ -170,6 +179,14 @@ int tether_retry_create(tether_retry **out, const tether_retry_opts *o,
     if (!r->o.classify)
         r->o.classify = tether_classify_default;
     r->o.clock = tether__clock(o->clock);
+    r->fast = !o->breaker && r->o.clock == tether_clock_real();
+    r->deadline_ms = TETHER__MIN(o->deadline_ms, MAX_MS);
+    r->first_timeout_ms =
+        o->attempt_timeout_ms > 0 ? o->attempt_timeout_ms : -1;
+    if (r->deadline_ms > 0 &&
+        (r->first_timeout_ms < 0 || r->deadline_ms < r->first_timeout_ms))
+        r->first_timeout_ms = r->deadline_ms;
+    r->budget = o->budget;
     *out = r;
     return 0;
 }
@@ -190,6 +207,10 @@ void tether_retry_stats_get(const tether_retry *r, tether_retry_stats *out) {
     out->name += atomic_load_explicit(&c->name, memory_order_relaxed);
         RETRY_COUNTERS(RETRY__LOAD)
 #undef RETRY__LOAD
+        uint64_t quick = atomic_load_explicit(&c->quick, memory_order_relaxed);
+        out->runs += quick;
+        out->attempts += quick;
+        out->successes += quick;
     }
 }
 
@@ -224,8 +245,11 @@ static int64_t elapsed_ms(const run_state *x) {
     return (clock_ns(x) - x->start_ns) / TETHER__NS_PER_MS;
 }
 
+/* run_init readies x for a run that started at start_ns, nested in
+ * another when nested is set (err is not touched). */
 static void run_init(run_state *x, tether_retry *r, unsigned flags,
-                     tether_op_fn fn, void *arg, tether_error *err) {
+                     tether_op_fn fn, void *arg, tether_error *err,
+                     int64_t start_ns, int nested) {
     memset(x, 0, sizeof(*x));
     x->r = r;
     x->o = &r->o;
@@ -235,15 +259,13 @@ static void run_init(run_state *x, tether_retry *r, unsigned flags,
     x->err = err;
     /* distinct per run and per stripe, reproducible on one thread */
     x->seq = BUMP(r, runs, 1) * STRIPES + stripe();
-    x->nested = run_depth > 0;
+    x->nested = nested;
     if (x->nested)
         BUMP(r, nested, 1);
-    x->start_ns = clock_ns(x);
+    x->start_ns = start_ns;
     x->now_ns = x->start_ns;
-    x->has_deadline = r->o.deadline_ms > 0;
-    x->deadline_ns =
-        x->start_ns + TETHER__MIN(r->o.deadline_ms, MAX_MS) * TETHER__NS_PER_MS;
-    tether_error_clear(err);
+    x->has_deadline = r->deadline_ms > 0;
+    x->deadline_ns = x->start_ns + r->deadline_ms * TETHER__NS_PER_MS;
 }
 
 static void count_stop(tether_retry *r, tether_stop stop) {
@@ -330,6 +352,17 @@ static int admit(run_state *x) {
     return give_up(x, p, TETHER_STOP_BREAKER);
 }
 
+/* failed completes err after a failed attempt: the code, and a message
+ * when the operation left none. Returns rc. */
+static int failed(run_state *x, int rc) {
+    if (x->err->code == 0)
+        x->err->code = rc;
+    if (x->err->message[0] == '\0')
+        snprintf(x->err->message, sizeof(x->err->message), "%s",
+                 tether_strerror(rc));
+    return rc;
+}
+
 /* attempt makes one call; returns its code (>= 0 success). */
 static int attempt(run_state *x) {
     tether_attempt a;
@@ -343,17 +376,10 @@ static int attempt(run_state *x) {
         a.deadline_ms = x->deadline_ns / TETHER__NS_PER_MS;
     }
     BUMP(x->r, attempts, 1);
-    if (a.number > 1) /* run_init cleared it for the first */
+    if (a.number > 1) /* the run's start cleared it for the first */
         tether_error_clear(x->err);
     int rc = x->fn(x->arg, &a, x->err);
-    if (rc >= 0)
-        return rc;
-    if (x->err->code == 0)
-        x->err->code = rc;
-    if (x->err->message[0] == '\0')
-        snprintf(x->err->message, sizeof(x->err->message), "%s",
-                 tether_strerror(rc));
-    return rc;
+    return rc >= 0 ? rc : failed(x, rc);
 }
 
 /* classify names the failure's class (a classifier answering NONE or junk
@@ -511,16 +537,56 @@ static int run_loop(run_state *x) {
     }
 }
 
-int tether_retry_run(tether_retry *r, unsigned flags, tether_op_fn fn,
-                     void *arg, tether_error *err) {
+/* run_fast makes the first attempt of an outermost run on a policy with
+ * no breaker and the real clock, without the run state: on success it
+ * costs two clock reads and one counter. A failure hands over to the full
+ * loop in x, as if that attempt had been made by it. */
+TETHER__HOT static int run_fast(run_state *x, tether_retry *r, unsigned flags,
+                                tether_op_fn fn, void *arg, tether_error *err) {
+    int64_t start = tether__mono_ns();
+    tether_attempt a = {1, r->first_timeout_ms, -1};
+    if (r->deadline_ms > 0)
+        a.deadline_ms =
+            (start + r->deadline_ms * TETHER__NS_PER_MS) / TETHER__NS_PER_MS;
+    int rc = fn(arg, &a, err);
+    if (rc >= 0) {
+        if (r->budget)
+            tether_budget_success(r->budget, 0);
+        tether_error_clear(err);
+        err->attempts = 1;
+        err->elapsed_ms = (tether__mono_ns() - start) / TETHER__NS_PER_MS;
+        BUMP(r, quick, 1);
+        return 0;
+    }
+    run_init(x, r, flags, fn, arg, err, start, 0);
+    x->attempts = 1;
+    x->permit = TETHER_PERMIT_CALL;
+    BUMP(r, attempts, 1);
+    rc = after_failure(x, failed(x, rc));
+    return rc < 0 ? rc : run_loop(x);
+}
+
+TETHER__HOT int tether_retry_run(tether_retry *r, unsigned flags,
+                                 tether_op_fn fn, void *arg,
+                                 tether_error *err) {
     tether_error scratch;
     if (!r || !fn)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "retry: %s is NULL", r ? "fn" : "policy");
+    if (!err)
+        err = &scratch;
+    tether_error_clear(err);
     run_state x;
-    run_init(&x, r, flags, fn, arg, err ? err : &scratch);
-    run_depth++;
-    int rc = run_loop(&x);
+    int rc;
+    if (r->fast && run_depth == 0) {
+        run_depth++;
+        rc = run_fast(&x, r, flags, fn, arg, err);
+    } else {
+        run_init(&x, r, flags, fn, arg, err,
+                 r->o.clock->now_ns(r->o.clock->ctx), run_depth > 0);
+        run_depth++;
+        rc = run_loop(&x);
+    }
     run_depth--;
     return rc;
 }

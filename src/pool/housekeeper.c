@@ -144,7 +144,7 @@ static void keepalive_start(tether_pool *p, tether_lease **slots, int n) {
 
 static void report_leak(tether_pool *p, tether_lease *s, int64_t now) {
     int64_t at = atomic_load_explicit(&s->acquired_ms, memory_order_acquire);
-    if (at == NOT_HELD || now - at < p->o.leak_threshold_ms)
+    if (at == NOT_HELD || now - at < p->leak_threshold_ms)
         return;
     int zero = 0;
     if (!atomic_compare_exchange_strong(&s->leak_reported, &zero, 1))
@@ -155,8 +155,8 @@ static void report_leak(tether_pool *p, tether_lease *s, int64_t now) {
     tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_WARN,
                 "pool %s: connection leak? held for %lld ms (threshold %lld "
                 "ms), acquired at %s:%d",
-                p->name, (long long)(now - at),
-                (long long)p->o.leak_threshold_ms, file ? file : "?", line);
+                p->name, (long long)(now - at), (long long)p->leak_threshold_ms,
+                file ? file : "?", line);
 }
 
 static int may_retire(tether_pool *p, int64_t now) {
@@ -172,12 +172,12 @@ static int inspect_idle(tether_pool *p, tether_lease *s, int64_t now,
     if (s->gen != atomic_load(&p->gen)) {
         tether__pool_discard(p, s, CLOSE_CLEARED);
     } else if (*excess > 0 && p->o.idle_timeout_ms > 0 &&
-               now - s->last_used_ms >= s->idle_limit_ms) {
+               now - s->released_ns / TETHER__NS_PER_MS >= s->idle_limit_ms) {
         (*excess)--;
         tether__pool_discard(p, s, CLOSE_IDLE);
     } else if (s->expire_ms <= now && may_retire(p, now)) {
         tether__pool_discard(p, s, CLOSE_LIFETIME);
-    } else if (!p->drv->alive(s->conn)) {
+    } else if (!p->drv->alive(s->conn, 1)) {
         tether__pool_discard(p, s, CLOSE_BROKEN);
     } else if (p->o.keepalive_ms > 0 &&
                now - s->checked_ms >= p->o.keepalive_ms) {
@@ -200,7 +200,7 @@ void tether__pool_housekeep(tether_pool *p) {
     for (int i = 0; i < p->nslots; i++) {
         tether_lease *s = &p->slots[i];
         int st = atomic_load(&s->state), e = SLOT_IDLE;
-        if (st == SLOT_USED && p->o.leak_threshold_ms > 0)
+        if (st == SLOT_USED && p->leak_threshold_ms > 0)
             report_leak(p, s, now);
         if (st != SLOT_IDLE ||
             !atomic_compare_exchange_strong(&s->state, &e, SLOT_RESERVED))

@@ -26,6 +26,14 @@ int64_t tether__pool_now(const tether_pool *p) {
     return tether__now_ms(p->o.clock);
 }
 
+/* pool_now_ns reads the pool's clock precisely (CLOCK_MONOTONIC for the
+ * real clock: the same time base as the ticker). */
+TETHER__HOT static int64_t pool_now_ns(const tether_pool *p) {
+    if (p->real_clock)
+        return tether__mono_ns();
+    return p->o.clock->now_ns(p->o.clock->ctx);
+}
+
 /* ---- options ------------------------------------------------------------ */
 
 void tether_pool_opts_init(tether_pool_opts *o) {
@@ -38,6 +46,7 @@ void tether_pool_opts_init(tether_pool_opts *o) {
     o->barge_limit_us = 1000;
     o->validate_idle_ms = 500;
     o->validate_timeout_ms = 5000;
+    o->probe_idle_us = 50;
     o->keepalive_ms = 120000;
     o->idle_timeout_ms = 240000;
     o->max_lifetime_ms = 1800000;
@@ -73,6 +82,8 @@ static int check_opts(const tether_pool_opts *o, tether_error *err) {
         return bad_opt(err, "max_waiters", o->max_waiters, "want >= 0");
     if (o->barge_limit_us < 0)
         return bad_opt(err, "barge_limit_us", o->barge_limit_us, "want >= 0");
+    if (o->probe_idle_us < 0)
+        return bad_opt(err, "probe_idle_us", o->probe_idle_us, "want >= 0");
     const int64_t *ms[] = {&o->validate_idle_ms, &o->validate_timeout_ms,
                            &o->keepalive_ms,     &o->idle_timeout_ms,
                            &o->max_lifetime_ms,  &o->leak_threshold_ms};
@@ -179,6 +190,9 @@ int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
     p->drv = o->connector ? o->connector->drv : o->driver;
     p->id = atomic_fetch_add(&next_pool_id, 1);
     p->real_clock = !o->clock || o->clock == tether_clock_real();
+    p->validate_idle_ms = o->validate_idle_ms;
+    p->probe_idle_ns = o->probe_idle_us * 1000;
+    p->leak_threshold_ms = o->leak_threshold_ms;
     p->o.conninfo = p->conninfo;
     p->o.name = p->name;
     p->o.reset_query = p->reset_query;
@@ -281,7 +295,7 @@ static inline int head_overdue(tether_pool *p) {
 
 /* ---- slots --------------------------------------------------------------- */
 
-static tether_lease *take_idle(tether_pool *p) {
+TETHER__HOT static tether_lease *take_idle(tether_pool *p) {
     tls_entry *t = &tls_cache[p->id % TLS_WAYS];
     if (t->pool_id == p->id) {
         tether_lease *s = t->slot;
@@ -304,7 +318,7 @@ static tether_lease *take_idle(tether_pool *p) {
     return NULL;
 }
 
-static void remember(tether_pool *p, tether_lease *s) {
+TETHER__HOT static void remember(tether_pool *p, tether_lease *s) {
     tls_entry *t = &tls_cache[p->id % TLS_WAYS];
     t->pool_id = p->id;
     t->slot = s;
@@ -319,9 +333,10 @@ static void relaxed_inc(_Atomic uint64_t *c) {
  * 1 when it was good after a round-trip validation (its duration in
  * *validate_us), -1 when it was discarded (the caller looks for
  * another). */
-static int checkout(tether_pool *p, tether_lease *s, const char *file, int line,
-                    int64_t *validate_us) {
-    int64_t now = tether__pool_now(p);
+TETHER__HOT static int checkout(tether_pool *p, tether_lease *s,
+                                const char *file, int line,
+                                int64_t *validate_us) {
+    int64_t ns = pool_now_ns(p), now = ns / TETHER__NS_PER_MS;
     int validated = 0;
     if (s->gen != atomic_load_explicit(&p->gen, memory_order_relaxed)) {
         tether__pool_discard(
@@ -337,11 +352,11 @@ static int checkout(tether_pool *p, tether_lease *s, const char *file, int line,
             return -1;
         }
     }
-    if (!p->drv->alive(s->conn)) {
+    if (!p->drv->alive(s->conn, ns - s->released_ns >= p->probe_idle_ns)) {
         tether__pool_discard(p, s, CLOSE_BROKEN);
         return -1;
     }
-    if (now - s->checked_ms > p->o.validate_idle_ms) {
+    if (now - s->checked_ms > p->validate_idle_ms) {
         int64_t t0 = tether__mono_ns();
         int bad = p->drv->validate(s->conn, p->o.validate_timeout_ms, NULL);
         if (validate_us)
@@ -353,7 +368,7 @@ static int checkout(tether_pool *p, tether_lease *s, const char *file, int line,
         s->checked_ms = now;
         validated = 1;
     }
-    if (p->o.leak_threshold_ms > 0) {
+    if (p->leak_threshold_ms > 0) {
         atomic_store_explicit(&s->file, file, memory_order_relaxed);
         atomic_store_explicit(&s->line, line, memory_order_relaxed);
         atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
@@ -396,7 +411,7 @@ static int handoff(tether_pool *p, tether_lease *s) {
     return done;
 }
 
-void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
+TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
     if (atomic_load_explicit(&p->closing, memory_order_relaxed)) {
         tether__pool_discard(p, s, CLOSE_SHUTDOWN); /* never idle again */
         return;
@@ -450,7 +465,8 @@ static void setup_slot(tether_pool *p, tether_lease *s, void *conn) {
     s->conn = conn;
     s->handle = p->drv->handle(conn);
     s->gen = atomic_load(&p->gen);
-    s->created_ms = s->last_used_ms = s->checked_ms = now;
+    s->created_ms = s->checked_ms = now;
+    s->released_ns = now * TETHER__NS_PER_MS;
     s->expire_ms = p->o.max_lifetime_ms
                        ? now + (int64_t)((double)p->o.max_lifetime_ms * life)
                        : INT64_MAX;
@@ -641,9 +657,9 @@ static int acquire_slow(acq *a, tether_lease **out) {
     }
 }
 
-int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
-                           tether_lease **out, tether_error *err,
-                           const char *file, int line) {
+TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
+                                       tether_lease **out, tether_error *err,
+                                       const char *file, int line) {
     *out = NULL;
     /* No closed check here: close bumps the generation, so checkout
      * discards whatever the fast path finds; the slow path reports it. */
@@ -674,7 +690,8 @@ int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
 
 /* ---- release ------------------------------------------------------------- */
 
-static close_reason release_verdict(tether_pool *p, tether_lease *s) {
+TETHER__HOT static close_reason release_verdict(tether_pool *p,
+                                                tether_lease *s) {
     if (atomic_load_explicit(&p->closing, memory_order_relaxed))
         return CLOSE_SHUTDOWN;
     int rc = p->drv->reset(s->conn, p->reset_query, NULL);
@@ -691,16 +708,17 @@ static close_reason release_verdict(tether_pool *p, tether_lease *s) {
     return CLOSE_NREASONS; /* keep it */
 }
 
-void tether_lease_release(tether_lease *s) {
+TETHER__HOT void tether_lease_release(tether_lease *s) {
     tether_pool *p = s->pool;
     close_reason why = release_verdict(p, s);
     if (why != CLOSE_NREASONS) {
         tether__pool_discard(p, s, why);
         return;
     }
-    int64_t now = tether__pool_now(p);
-    s->last_used_ms = s->checked_ms = now;
-    if (p->o.leak_threshold_ms > 0)
+    int64_t ns = pool_now_ns(p);
+    s->released_ns = ns;
+    s->checked_ms = ns / TETHER__NS_PER_MS;
+    if (p->leak_threshold_ms > 0)
         atomic_store_explicit(&s->acquired_ms, NOT_HELD, memory_order_relaxed);
     remember(p, s);
     tether__pool_put_idle(p, s);
@@ -710,7 +728,7 @@ void tether_lease_discard(tether_lease *s) {
     tether__pool_discard(s->pool, s, CLOSE_DISCARDED);
 }
 
-void *tether_lease_handle(const tether_lease *s) {
+TETHER__HOT void *tether_lease_handle(const tether_lease *s) {
     return s->handle;
 }
 

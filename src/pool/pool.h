@@ -41,22 +41,24 @@ typedef enum close_reason {
  * thread that owns the slot (state USED, RESERVED or CREATING); fields the
  * housekeeper reads while another thread holds the slot are atomics. */
 struct tether_lease {
+    /* Read or written by every acquire and release: the first line. */
     _Atomic int state;
     uint32_t gen; /* pool generation at creation */
     tether_pool *pool;
     void *conn;
     void *handle;
+    int64_t expire_ms;      /* lifetime end; INT64_MAX = none */
+    int64_t released_ns;    /* when last released (pool clock, ns) */
+    int64_t checked_ms;     /* when last known good (release, validation) */
+    _Atomic uint64_t quick; /* acquires served at once (histogram 0),
+                               written only by the holder */
+
     int64_t created_ms;
-    int64_t expire_ms;     /* lifetime end; INT64_MAX = none */
-    int64_t idle_limit_ms; /* this connection's idle timeout */
-    int64_t last_used_ms;  /* when last released */
-    int64_t checked_ms;    /* when last known good (release, validation) */
+    int64_t idle_limit_ms;       /* this connection's idle timeout */
     _Atomic int64_t acquired_ms; /* leak detection: NOT_HELD or when */
     const char *_Atomic file;    /* where it was acquired */
     _Atomic int line;
     _Atomic int leak_reported;
-    _Atomic uint64_t quick; /* acquires served at once (histogram 0),
-                               written only by the holder */
 } __attribute__((aligned(64)));
 
 /* A thread waiting in the FIFO queue; lives on the waiter's stack. */
@@ -70,16 +72,22 @@ typedef struct waiter {
 enum { WAKE_NONE = 0, WAKE_CREATE, WAKE_CLOSED };
 
 struct tether_pool {
-    /* Read-mostly: configuration and handles. */
-    tether_pool_opts o;
+    /* Read on every acquire and release: one line. */
     const tether_driver *drv;
     uint64_t id;
     int real_clock;
     int nslots;
     tether_lease *slots;
-    tether_breaker *breaker;
     tether_retry *retry;
-    char *conninfo, *name, *reset_query;
+    char *reset_query;
+    int64_t validate_idle_ms;  /* o.validate_idle_ms */
+    int64_t leak_threshold_ms; /* o.leak_threshold_ms */
+    int64_t probe_idle_ns;     /* o.probe_idle_us in ns */
+
+    /* Read-mostly: configuration and handles. */
+    tether_pool_opts o;
+    tether_breaker *breaker;
+    char *conninfo, *name;
     tether_connector *own_connector; /* tether_pool_open's */
 
     /* Written on every wait: a line of its own. */

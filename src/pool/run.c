@@ -10,7 +10,8 @@ typedef struct run_ctx {
     void *arg;
 } run_ctx;
 
-static int run_once(void *arg, const tether_attempt *a, tether_error *err) {
+TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
+                                tether_error *err) {
     run_ctx *c = arg;
     tether_pool *p = c->p;
     tether_lease *l = NULL;
@@ -40,15 +41,16 @@ static int run_once(void *arg, const tether_attempt *a, tether_error *err) {
             err->not_sent = 1;
         }
     }
-    if (rc == TETHER_EBROKEN || !p->drv->alive(l->conn))
+    if (rc == TETHER_EBROKEN || !p->drv->alive(l->conn, 1))
         tether__pool_discard(p, l, CLOSE_BROKEN);
     else
         tether_lease_release(l);
     return rc;
 }
 
-int tether_pool_run(tether_pool *p, unsigned flags, tether_work_fn fn,
-                    void *arg, tether_error *err) {
+TETHER__HOT int tether_pool_run(tether_pool *p, unsigned flags,
+                                tether_work_fn fn, void *arg,
+                                tether_error *err) {
     run_ctx c = {p, fn, arg};
     return tether_retry_run(p->retry, flags & TETHER_IDEMPOTENT, run_once, &c,
                             err);

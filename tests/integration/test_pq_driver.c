@@ -147,13 +147,13 @@ static void test_connect_primary(void **state) {
      * own (non-blocking) round trips. */
     assert_int_equal(PQisnonblocking(pg(conn)), 0);
     assert_int_equal(DRV->role(conn), TETHER__ROLE_PRIMARY);
-    assert_int_equal(DRV->alive(conn), 1);
+    assert_int_equal(DRV->alive(conn, 1), 1);
     assert_int_equal(DRV->validate(conn, 5000, &err), 0);
     assert_int_equal(DRV->validate(conn, 5000, NULL), 0);
     assert_int_equal(PQisnonblocking(pg(conn)), 0);
     assert_int_equal(tether__pq_query_role(conn, 5000, &err),
                      TETHER__ROLE_PRIMARY);
-    assert_int_equal(DRV->alive(conn), 1);
+    assert_int_equal(DRV->alive(conn, 1), 1);
     char label[64];
     snprintf(label, sizeof(label), "%s:%d", env.host, env.primary);
     assert_string_equal(tether__pq_label(conn), label);
@@ -360,14 +360,14 @@ static void test_terminate_backend(void **state) {
     char sql[96], v[8];
     snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)",
              PQbackendPID(pg(a)));
-    assert_int_equal(DRV->alive(a), 1);
+    assert_int_equal(DRV->alive(a, 1), 1);
     scalar(b, sql, v, sizeof(v));
     assert_string_equal(v, "t");
     double t0 = mono_ms();
-    while (DRV->alive(a) && mono_ms() - t0 < 3000)
+    while (DRV->alive(a, 1) && mono_ms() - t0 < 3000)
         usleep(2000);
     printf("    alive() == 0 after %.1f ms\n", mono_ms() - t0);
-    assert_int_equal(DRV->alive(a), 0);
+    assert_int_equal(DRV->alive(a, 1), 0);
     tether_error err;
     assert_int_equal(exec_err(a, "SELECT 1", &err), TETHER_EBROKEN);
     assert_int_equal(err.cls, TETHER_CLASS_TRANSIENT);
@@ -421,7 +421,8 @@ static void test_validate_budget(void **state) {
     assert_int_equal(rc, TETHER_ETIMEDOUT);
     assert_int_equal(err.cls, TETHER_CLASS_TRANSIENT);
     assert_true(took >= 50.0 && took < 150.0);
-    assert_int_equal(DRV->alive(conn), 0); /* a query is in flight: discard */
+    assert_int_equal(DRV->alive(conn, 1),
+                     0); /* a query is in flight: discard */
     assert_int_equal(rc2, TETHER_ETIMEDOUT);
     assert_true(took2 >= 30.0 && took2 < 130.0);
     DRV->close(conn);
@@ -481,7 +482,7 @@ static void test_promotion_marks_fatal(void **state) {
            mono_ms() - t0);
     assert_int_equal(rc, TETHER__FATAL);
     assert_int_equal(DRV->role(conn), TETHER__ROLE_PRIMARY);
-    assert_int_equal(DRV->alive(conn), 1);
+    assert_int_equal(DRV->alive(conn, 1), 1);
     assert_int_equal(DRV->validate(conn, 5000, &err), 0);
     assert_int_equal(DRV->reset(conn, NULL, &err), TETHER__FATAL);
     DRV->close(conn);

@@ -65,7 +65,8 @@ static int f_poll(void *conn, tether__wait *w, tether_error *err) {
     *w = (tether__wait){-1, 0, -1};
     return TETHER__IN_PROGRESS;
 }
-static int f_alive(void *conn) {
+static int f_alive(void *conn, int probe) {
+    (void)probe;
     return conn != NULL;
 }
 static int f_validate(void *conn, int64_t t, tether_error *err) {
@@ -202,6 +203,9 @@ static void test_parse_errors(void **state) {
     expect_spec_error("host=a tether_login_timeout=15 password=s3cret",
                       "tether_login_timeout");
     expect_spec_error("host=a port=99999", "port");
+    expect_spec_error("host=a tether_probe_idle_us=-1", "tether_probe_idle_us");
+    expect_spec_error("host=a tether_probe_idle_us=50us",
+                      "tether_probe_idle_us");
     expect_spec_error("host=a tether_pool_min=9 tether_pool_max=2",
                       "tether_pool_min (9) is above tether_pool_max (2)");
     expect_spec_error("password=s3cret frobnicate=1", "unknown keyword");
@@ -219,7 +223,8 @@ static void test_parse_keywords(void **state) {
         tether__conncfg_parse(
             "postgresql://app:s3cret@h1:5433,h2/db?target_session_attrs="
             "read-write&tether_strategy=mirroring&tether_login_timeout=20s"
-            "&connect_timeout=3&tether_pool_max=16&sslmode=disable",
+            "&connect_timeout=3&tether_pool_max=16&sslmode=disable"
+            "&tether_probe_idle_us=0",
             &cfg, &err),
         0);
     assert_int_equal(cfg.neps, 2);
@@ -231,6 +236,7 @@ static void test_parse_keywords(void **state) {
     assert_int_equal(cfg.login_timeout_ms, 20000);
     assert_int_equal(cfg.attempt_timeout_ms, 3000);
     assert_int_equal(cfg.pool_max, 16);
+    assert_int_equal(cfg.probe_idle_us, 0);
     /* libpq gets the rest, none of tether's keywords. */
     int saw_password = 0;
     for (int i = 0; i < cfg.nparams; i++) {

@@ -88,6 +88,7 @@ static void test_defaults_and_validation(void **state) {
     assert_int_equal(o.max_size, 10);
     assert_int_equal(o.acquire_timeout_ms, 15000);
     assert_int_equal(o.validate_idle_ms, 500);
+    assert_int_equal(o.probe_idle_us, 50);
     assert_int_equal(o.breaker.open_ms, 5000);
     tether_pool *p = NULL;
     tether_error err = {0};
@@ -101,6 +102,10 @@ static void test_defaults_and_validation(void **state) {
     o.idle_timeout_ms = -1;
     assert_int_equal(tether_pool_create(&p, &o, &err), TETHER_EINVAL);
     assert_non_null(strstr(err.message, "idle_timeout_ms"));
+    o.idle_timeout_ms = 0;
+    o.probe_idle_us = -1;
+    assert_int_equal(tether_pool_create(&p, &o, &err), TETHER_EINVAL);
+    assert_non_null(strstr(err.message, "probe_idle_us"));
     assert_null(p);
     tether_pool_destroy(NULL);
 }
@@ -306,6 +311,43 @@ static void test_validation_bypass(void **state) {
     tether_lease_release(must_acquire(f.pool)); /* just used: none */
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.validations, 1);
+    teardown(&f);
+}
+
+/* The socket probe: skipped for a connection released less than
+ * probe_idle_us ago, asked for after that, and on every checkout with 0. */
+static void test_probe_window(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 1);
+    tether_sim_stats st;
+    tether_lease_release(must_acquire(f.pool)); /* created just now */
+    tether_lease_release(must_acquire(f.pool)); /* 0 us later */
+    tether_vclock_advance(f.vc, 49 * 1000);
+    tether_lease_release(must_acquire(f.pool)); /* 49 us later */
+    tether_sim_stats_get(f.sim, &st);
+    assert_int_equal(st.probes, 0);
+    tether_vclock_advance(f.vc, 50 * 1000);
+    tether_lease_release(must_acquire(f.pool)); /* 50 us: probed */
+    tether_sim_stats_get(f.sim, &st);
+    assert_int_equal(st.probes, 1);
+    teardown(&f);
+
+    memset(&f, 0, sizeof(f));
+    f.vc = tether_vclock_create(1000 * MS);
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    so.clock = tether_vclock_clock(f.vc);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.max_size = 1;
+    po.clock = tether_vclock_clock(f.vc);
+    po.probe_idle_us = 0;
+    setup_with(&f, &so, &po);
+    for (int i = 0; i < 3; i++)
+        tether_lease_release(must_acquire(f.pool));
+    tether_sim_stats_get(f.sim, &st);
+    assert_int_equal(st.probes, 3); /* every checkout, the new one's too */
     teardown(&f);
 }
 
@@ -914,6 +956,7 @@ int main(void) {
         cmocka_unit_test(test_fifo_barging),
         cmocka_unit_test(test_queue_full),
         cmocka_unit_test(test_validation_bypass),
+        cmocka_unit_test(test_probe_window),
         cmocka_unit_test(test_broken_discarded_and_acquire_continues),
         cmocka_unit_test(test_failed_validation_continues),
         cmocka_unit_test(test_reset_failure_discards),

@@ -154,7 +154,7 @@ static void test_connect_success(void **state) {
     assert_true(tether_sim_conn_id(handle(b)) != ida);
     assert_int_equal(tether_sim_conn_id(NULL), 0);
     tether_error err = {0};
-    assert_int_equal(d->alive(a), 1);
+    assert_int_equal(d->alive(a, 1), 1);
     assert_int_equal(d->validate(a, 1000, &err), 0);
     assert_int_equal(tether_sim_use(handle(a), &err), 0);
     assert_int_equal(d->reset(a, "DISCARD ALL", &err), 0);
@@ -468,7 +468,7 @@ static void test_hot_rates(void **state) {
         tether_error err;
         if (tether_sim_use(handle(conn), &err) != 0) {
             assert_int_equal(err.code, TETHER_EBROKEN);
-            assert_int_equal(tether_driver_sim()->alive(conn), 0);
+            assert_int_equal(tether_driver_sim()->alive(conn, 1), 0);
             broke++;
         }
         close_conn(conn);
@@ -487,9 +487,9 @@ static void test_break_all(void **state) {
     void *a = open_conn(sim), *b = open_conn(sim);
     tether_sim_break_all(sim);
     void *c = open_conn(sim);
-    assert_int_equal(d->alive(a), 0);
-    assert_int_equal(d->alive(b), 0);
-    assert_int_equal(d->alive(c), 1);
+    assert_int_equal(d->alive(a, 1), 0);
+    assert_int_equal(d->alive(b, 1), 0);
+    assert_int_equal(d->alive(c, 1), 1);
     tether_error err = {0};
     err.not_sent = 1;
     assert_int_equal(tether_sim_use(handle(a), &err), TETHER_EBROKEN);
@@ -517,7 +517,7 @@ static void test_fatal_all(void **state) {
     assert_int_equal(d->reset(a, NULL, NULL), TETHER__FATAL);
     assert_int_equal(d->reset(b, NULL, NULL), TETHER__FATAL);
     assert_int_equal(d->reset(c, NULL, NULL), 0);
-    assert_int_equal(d->alive(a), 1); /* fatal is not broken */
+    assert_int_equal(d->alive(a, 1), 1); /* fatal is not broken */
     close_conn(a);
     close_conn(b);
     close_conn(c);
@@ -548,7 +548,7 @@ static void test_reset_failures(void **state) {
         failed += d->reset(conn, NULL, &err) != 0;
     if (failed < 2250 || failed > 2750)
         fail_msg("%d of 10000 resets failed at rate 0.25", failed);
-    assert_int_equal(d->alive(conn), 1); /* state unknown, not broken */
+    assert_int_equal(d->alive(conn, 1), 1); /* state unknown, not broken */
     close_conn(conn);
     tether_sim_destroy(sim);
 }
@@ -562,10 +562,10 @@ static void test_validate_and_idle_faults(void **state) {
     const tether_driver *d = tether_driver_sim();
     void *conn = open_conn(sim);
     tether_error err = {0};
-    assert_int_equal(d->alive(conn), 1);
+    assert_int_equal(d->alive(conn, 1), 1);
     assert_int_equal(d->validate(conn, 1000, &err), TETHER_EBROKEN);
     assert_int_equal(err.cls, TETHER_CLASS_TRANSIENT);
-    assert_int_equal(d->alive(conn), 0); /* marked broken */
+    assert_int_equal(d->alive(conn, 1), 0); /* marked broken */
     close_conn(conn);
     tether_sim_destroy(sim);
 
@@ -573,7 +573,7 @@ static void test_validate_and_idle_faults(void **state) {
     o.break_idle_rate = 1.0;
     sim = make_sim(&o);
     conn = open_conn(sim);
-    assert_int_equal(d->alive(conn), 0);
+    assert_int_equal(d->alive(conn, 1), 0);
     assert_int_equal(tether_sim_use(handle(conn), &err), TETHER_EBROKEN);
     close_conn(conn);
     tether_sim_destroy(sim);
@@ -674,7 +674,7 @@ static void worker_round(worker *w) {
         w->uses++;
         if (tether_sim_use(handle(conn), &err) != 0)
             break;
-        if (!d->alive(conn))
+        if (!d->alive(conn, 1))
             break;
         w->resets++;
         if (d->reset(conn, NULL, &err) != 0)
