@@ -1,15 +1,17 @@
 /* corun.c - the pool's cost per SELECT 1, measured at the same time as its
  * baseline (bench/run-corun runs it inside a scratch cluster):
  *
- *   bench_corun --conninfo C [--threads T] [--seconds S]
+ *   bench_corun --conninfo C [--threads T] [--pool P] [--seconds S]
  *               [--mode run|acquire|dedicated] [--json]
  *
- * T/2 threads (T even, default 8) loop SELECT 1 on dedicated libpq
- * connections while, in the same window and process, T/2 more threads
- * loop the same SELECT 1 through a tether pool of T/2 connections (mode run:
- * tether_pool_run; acquire: tether_pool_acquire + PQexec +
+ * P threads (default T/2; T defaults to 8) loop SELECT 1 on P dedicated
+ * libpq connections while, in the same window and process, the other T-P
+ * threads loop the same SELECT 1 through a tether pool of P connections
+ * (mode run: tether_pool_run; acquire: tether_pool_acquire + PQexec +
  * tether_lease_release) or, in mode dedicated, on dedicated connections too
- * (the A/A control: it shows how far apart two identical halves land). Both
+ * (the A/A control: it shows how far apart two identical halves land; T
+ * must then be 2P). With T = 5P the pooled side is the "4 threads per
+ * connection" case: 16 threads on a pool of 4 beside 4 dedicated. Both
  * halves share every moment of machine noise, so the ratio of their operation
  * counts is far steadier than the ratio of two separate runs (bench/run-query),
  * whose windows see different noise.
@@ -36,6 +38,7 @@ struct side {
 struct corun {
     const char *conninfo;
     enum corun_mode mode;
+    int conns; /* P: dedicated threads, and the pool's size */
     tether_pool *pool;
     struct side side[2]; /* 0: dedicated, 1: the other half */
 };
@@ -93,7 +96,7 @@ static void add_side(struct side *s, const struct q_thread *t) {
 static void *worker(void *arg) {
     struct q_thread *t = arg;
     struct corun *c = t->ctx;
-    int k = (int)(t->index % 2);
+    int k = (int)t->index >= c->conns; /* the first P are the dedicated side */
     bool pooled = k == 1 && c->mode != MODE_DEDICATED;
     char why[256] = "";
     PGconn *conn = pooled ? NULL : q_connect(c->conninfo, why, sizeof why);
@@ -176,16 +179,17 @@ static void report(const struct q_opts *o, const struct corun *c, double secs) {
     double ratio = d->ops ? 100.0 * (double)x->ops / (double)d->ops : 0;
     const char *fmt =
         o->json
-            ? "{\"bench\":\"corun\",\"mode\":\"%s\",\"threads_per_half\":%d,"
+            ? "{\"bench\":\"corun\",\"mode\":\"%s\",\"dedicated_threads\":%d,"
+              "\"other_threads\":%d,\"connections\":%d,"
               "\"seconds\":%.3f,\"dedicated_ops\":%llu,\"other_ops\":%llu,"
               "\"ratio_pct\":%.2f,\"dedicated_gap_p50_ns\":%llu,"
               "\"other_gap_p50_ns\":%llu,\"other_gap_p99_ns\":%llu,"
               "\"errors\":%llu}\n"
-            : "corun mode=%s threads=%d per half %.1f s: dedicated %llu ops, "
-              "other %llu ops, ratio %.1f %%; gap p50 %llu ns (dedicated) "
-              "vs %llu ns, p99 %llu ns; errors %llu\n";
-    printf(fmt, mode_name(c->mode), o->threads / 2, secs,
-           (unsigned long long)d->ops, (unsigned long long)x->ops, ratio,
+            : "corun mode=%s threads=%d+%d on %d connections each, %.1f s: "
+              "dedicated %llu ops, other %llu ops, ratio %.1f %%; gap p50 "
+              "%llu ns (dedicated) vs %llu ns, p99 %llu ns; errors %llu\n";
+    printf(fmt, mode_name(c->mode), c->conns, o->threads - c->conns, c->conns,
+           secs, (unsigned long long)d->ops, (unsigned long long)x->ops, ratio,
            (unsigned long long)q_hist_pct(&d->gap, 50),
            (unsigned long long)q_hist_pct(&x->gap, 50),
            (unsigned long long)q_hist_pct(&x->gap, 99),
@@ -200,22 +204,26 @@ int main(int argc, char **argv) {
         return 2;
     int prc = q_parse(
         argc, argv,
-        "SELECT 1 on T/2 dedicated connections and, at the same time, on T/2\n"
-        "more through a tether pool of T/2 (--mode run, the default, or\n"
-        "acquire) or dedicated too (--mode dedicated, the control).\n"
-        "--threads T must be even; --pool is ignored.",
+        "SELECT 1 on P dedicated connections (P threads) and, at the same\n"
+        "time, with the other T-P threads through a tether pool of P (--mode\n"
+        "run, the default, or acquire) or on dedicated connections too\n"
+        "(--mode dedicated, the control: T = 2P). P defaults to T/2.",
         &o);
     if (prc != 0)
         return prc > 0 ? 0 : 2;
-    if (o.threads % 2 != 0) {
-        fprintf(stderr, "bench_corun: --threads must be even, not %d\n",
-                o.threads);
+    c.conns = o.pool > 0 ? o.pool : o.threads / 2;
+    if (c.conns < 1 || o.threads - c.conns < 1 ||
+        (c.mode == MODE_DEDICATED && o.threads != 2 * c.conns)) {
+        fprintf(stderr,
+                "bench_corun: --threads %d --pool %d: want P >= 1 and T > P "
+                "(T = 2P in mode dedicated)\n",
+                o.threads, c.conns);
         return 2;
     }
     c.conninfo = o.conninfo;
     for (int k = 0; k < 2; k++)
         pthread_mutex_init(&c.side[k].lock, NULL);
-    if (c.mode != MODE_DEDICATED && open_pool(&c, o.threads / 2) != 0)
+    if (c.mode != MODE_DEDICATED && open_pool(&c, c.conns) != 0)
         return 2;
     struct q_result r;
     int rc = q_run(&o, worker, &c, &r);
