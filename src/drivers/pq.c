@@ -948,15 +948,18 @@ static int run_query(pq_conn *c, const char *sql, const char *what,
     return rc;
 }
 
-/* usable checks that c can run a query now (no query in flight). */
-static int usable(pq_conn *c, const char *what, tether_error *err) {
-    if (c->broken || c->dying || PQstatus(c->pg) != CONNECTION_OK)
+/* usable checks that c can run a query now (no query in flight) and
+ * returns its transaction status (IDLE, INTRANS or INERROR) in *ts. Two
+ * libpq calls, as it runs on every release: PQtransactionStatus is UNKNOWN
+ * on a bad connection and ACTIVE while a query runs. */
+TETHER__HOT static int usable(pq_conn *c, const char *what,
+                              PGTransactionStatusType *ts, tether_error *err) {
+    *ts = c->broken || c->dying ? PQTRANS_UNKNOWN : PQtransactionStatus(c->pg);
+    if (*ts == PQTRANS_UNKNOWN)
         return tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
                                 "%s on %s: connection is broken", what,
                                 c->label);
-    PGTransactionStatusType ts = PQtransactionStatus(c->pg);
-    if (ts == PQTRANS_ACTIVE || ts == PQTRANS_UNKNOWN ||
-        PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF)
+    if (*ts == PQTRANS_ACTIVE || PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF)
         return tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
                                 "%s on %s: a query is still running, session "
                                 "state unknown",
@@ -983,16 +986,15 @@ TETHER__HOT static int pq_alive(void *conn, int probe) {
             c->dying)
             return 0;
         check_role(c); /* a report that came while idle */
-        return 1;
     }
-    check_role_tick(c); /* one the last work read, if not seen yet */
     return 1;
 }
 
 static int pq_validate(void *conn, int64_t timeout_ms, tether_error *err) {
     pq_conn *c = conn;
     pq_run run = {0, NULL, 0};
-    int rc = usable(c, "validate", err);
+    PGTransactionStatusType ts;
+    int rc = usable(c, "validate", &ts, err);
     if (rc == 0)
         rc = run_query(c, "", "validate", timeout_ms, &run, err);
     if (rc < 0 && rc != TETHER_ETIMEDOUT) { /* any failure: discard it */
@@ -1013,33 +1015,21 @@ static int reset_verdict(pq_conn *c, int rc) {
     return c->fatal ? TETHER__FATAL : rc;
 }
 
-/* clean: the common release, told apart with two libpq calls: nothing
- * to roll back, no reset query, no pipeline, nothing in flight
- * (PQtransactionStatus is UNKNOWN on a bad connection, ACTIVE while a
- * query runs). */
-TETHER__HOT static int clean(const pq_conn *c, const char *reset_query) {
-    return !c->broken && !c->dying && !(reset_query && *reset_query) &&
-           PQtransactionStatus(c->pg) == PQTRANS_IDLE &&
-           PQpipelineStatus(c->pg) == PQ_PIPELINE_OFF;
-}
-
 TETHER__HOT static int pq_reset(void *conn, const char *reset_query,
                                 tether_error *err) {
     pq_conn *c = conn;
     pq_run run = {0, NULL, 0};
-    if (clean(c, reset_query)) {
-        check_role_tick(c);
-        return c->fatal ? TETHER__FATAL : 0;
-    }
-    int rc = usable(c, "reset", err);
+    PGTransactionStatusType ts;
+    int rc = usable(c, "reset", &ts, err);
     if (rc)
         return reset_verdict(c, rc);
-    if (PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+    int ran = ts != PQTRANS_IDLE || (reset_query && *reset_query);
+    if (ts != PQTRANS_IDLE)
         rc = run_query(c, "ROLLBACK", "reset", RESET_BUDGET_MS, &run, err);
     if (rc == 0 && reset_query && *reset_query)
         rc = run_query(c, reset_query, "reset query", RESET_BUDGET_MS, &run,
                        err);
-    if (rc == 0 && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
+    if (rc == 0 && ran && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
         rc = tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
                               "reset on %s left a transaction open", c->label);
     if (rc < 0)
@@ -1055,7 +1045,8 @@ int tether__pq_query_role(void *conn, int64_t timeout_ms, tether_error *err) {
     if (!c)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "pq: conn is NULL");
-    int rc = usable(c, "role query", err);
+    PGTransactionStatusType ts;
+    int rc = usable(c, "role query", &ts, err);
     if (rc == 0)
         rc = run_query(c, "SELECT pg_is_in_recovery()", "role query",
                        timeout_ms, &run, err);

@@ -128,6 +128,13 @@ tether_class tether_classify_default(void *ctx, const tether_error *err,
     return cls;
 }
 
+/* attempt_timeout is an attempt's timeout_ms: the per-attempt timeout,
+ * capped by left_ms, what is left of the overall deadline (-1: none). */
+static int64_t attempt_timeout(const tether_retry_opts *o, int64_t left_ms) {
+    int64_t t = o->attempt_timeout_ms > 0 ? o->attempt_timeout_ms : -1;
+    return left_ms >= 0 && (t < 0 || left_ms < t) ? left_ms : t;
+}
+
 static int bad(tether_error *err, const char *field, long long v,
                const char *why) {
     return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
@@ -182,10 +189,7 @@ int tether_retry_create(tether_retry **out, const tether_retry_opts *o,
     r->fast = !o->breaker && r->o.clock == tether_clock_real();
     r->deadline_ms = TETHER__MIN(o->deadline_ms, MAX_MS);
     r->first_timeout_ms =
-        o->attempt_timeout_ms > 0 ? o->attempt_timeout_ms : -1;
-    if (r->deadline_ms > 0 &&
-        (r->first_timeout_ms < 0 || r->deadline_ms < r->first_timeout_ms))
-        r->first_timeout_ms = r->deadline_ms;
+        attempt_timeout(o, r->deadline_ms > 0 ? r->deadline_ms : -1);
     r->budget = o->budget;
     *out = r;
     return 0;
@@ -367,14 +371,10 @@ static int failed(run_state *x, int rc) {
 static int attempt(run_state *x) {
     tether_attempt a;
     a.number = ++x->attempts;
-    a.timeout_ms = x->o->attempt_timeout_ms > 0 ? x->o->attempt_timeout_ms : -1;
-    a.deadline_ms = -1;
-    if (x->has_deadline) {
-        int64_t left = (x->deadline_ns - x->now_ns) / TETHER__NS_PER_MS;
-        if (a.timeout_ms < 0 || left < a.timeout_ms)
-            a.timeout_ms = left;
-        a.deadline_ms = x->deadline_ns / TETHER__NS_PER_MS;
-    }
+    a.timeout_ms = attempt_timeout(
+        x->o, x->has_deadline ? (x->deadline_ns - x->now_ns) / TETHER__NS_PER_MS
+                              : -1);
+    a.deadline_ms = x->has_deadline ? x->deadline_ns / TETHER__NS_PER_MS : -1;
     BUMP(x->r, attempts, 1);
     if (a.number > 1) /* the run's start cleared it for the first */
         tether_error_clear(x->err);

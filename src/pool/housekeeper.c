@@ -159,13 +159,6 @@ static void report_leak(tether_pool *p, tether_lease *s, int64_t now) {
                 file ? file : "?", line);
 }
 
-static int may_retire(tether_pool *p, int64_t now) {
-    int64_t next = atomic_load(&p->next_retire_ms);
-    return now >= next &&
-           atomic_compare_exchange_strong(&p->next_retire_ms, &next,
-                                          now + p->retire_gap_ms);
-}
-
 /* Decide for one reserved idle slot. Returns 1 if it awaits keepalive. */
 static int inspect_idle(tether_pool *p, tether_lease *s, int64_t now,
                         int *excess) {
@@ -175,7 +168,7 @@ static int inspect_idle(tether_pool *p, tether_lease *s, int64_t now,
                now - s->released_ns / TETHER__NS_PER_MS >= s->idle_limit_ms) {
         (*excess)--;
         tether__pool_discard(p, s, CLOSE_IDLE);
-    } else if (s->expire_ms <= now && may_retire(p, now)) {
+    } else if (tether__pool_retire_due(p, s, now)) {
         tether__pool_discard(p, s, CLOSE_LIFETIME);
     } else if (!p->drv->alive(s->conn, 1)) {
         tether__pool_discard(p, s, CLOSE_BROKEN);

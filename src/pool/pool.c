@@ -329,6 +329,16 @@ static void relaxed_inc(_Atomic uint64_t *c) {
                           memory_order_relaxed);
 }
 
+int tether__pool_retire_due(tether_pool *p, const tether_lease *s,
+                            int64_t now) {
+    if (s->expire_ms > now)
+        return 0;
+    int64_t next = atomic_load(&p->next_retire_ms);
+    return now >= next &&
+           atomic_compare_exchange_strong(&p->next_retire_ms, &next,
+                                          now + p->retire_gap_ms);
+}
+
 /* Check an owned slot before handing it out. Returns 0 when it is good,
  * 1 when it was good after a round-trip validation (its duration in
  * *validate_us), -1 when it was discarded (the caller looks for
@@ -343,14 +353,9 @@ TETHER__HOT static int checkout(tether_pool *p, tether_lease *s,
             p, s, atomic_load(&p->closing) ? CLOSE_SHUTDOWN : CLOSE_CLEARED);
         return -1;
     }
-    if (s->expire_ms <= now) {
-        int64_t next = atomic_load(&p->next_retire_ms);
-        if (now >= next &&
-            atomic_compare_exchange_strong(&p->next_retire_ms, &next,
-                                           now + p->retire_gap_ms)) {
-            tether__pool_discard(p, s, CLOSE_LIFETIME);
-            return -1;
-        }
+    if (tether__pool_retire_due(p, s, now)) {
+        tether__pool_discard(p, s, CLOSE_LIFETIME);
+        return -1;
     }
     if (!p->drv->alive(s->conn, ns - s->released_ns >= p->probe_idle_ns)) {
         tether__pool_discard(p, s, CLOSE_BROKEN);
@@ -457,7 +462,7 @@ static tether_lease *claim_free_locked(tether_pool *p) {
 }
 
 static void setup_slot(tether_pool *p, tether_lease *s, void *conn) {
-    int64_t now = tether__pool_now(p);
+    int64_t ns = pool_now_ns(p), now = ns / TETHER__NS_PER_MS;
     pthread_mutex_lock(&p->lock);
     double life = 0.85 + 0.15 * tether__rng_double(&p->rng);
     double idle = 1.0 + tether__rng_double(&p->rng);
@@ -466,7 +471,7 @@ static void setup_slot(tether_pool *p, tether_lease *s, void *conn) {
     s->handle = p->drv->handle(conn);
     s->gen = atomic_load(&p->gen);
     s->created_ms = s->checked_ms = now;
-    s->released_ns = now * TETHER__NS_PER_MS;
+    s->released_ns = ns; /* just connected: no probe needed */
     s->expire_ms = p->o.max_lifetime_ms
                        ? now + (int64_t)((double)p->o.max_lifetime_ms * life)
                        : INT64_MAX;

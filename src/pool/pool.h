@@ -127,6 +127,11 @@ int64_t tether__pool_now(const tether_pool *p);
  * owns s (USED, RESERVED or CREATING with a connection). */
 void tether__pool_discard(tether_pool *p, tether_lease *s, close_reason why);
 
+/* tether__pool_retire_due says whether s, owned, is past its lifetime at
+ * now and the spacing of retirements allows one now (it then books the
+ * next retirement no sooner than retire_gap_ms later). */
+int tether__pool_retire_due(tether_pool *p, const tether_lease *s, int64_t now);
+
 /* tether__pool_put_idle makes an owned, healthy slot available: handed to
  * the first waiter, or marked idle. */
 void tether__pool_put_idle(tether_pool *p, tether_lease *s);

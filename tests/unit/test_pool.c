@@ -38,17 +38,24 @@ static void setup_with(fixture *f, const tether_sim_opts *so,
     assert_int_equal(tether_pool_create(&f->pool, &o, &err), 0);
 }
 
+/* Default options for a pool on a new virtual clock at start_ms (the sim
+ * keeps real time); the caller tunes them and calls setup_with. */
+static void virtual_opts(fixture *f, int64_t start_ms, tether_sim_opts *so,
+                         tether_pool_opts *po) {
+    memset(f, 0, sizeof(*f));
+    f->vc = tether_vclock_create(start_ms * MS);
+    tether_sim_opts_init(so);
+    tether_pool_opts_init(po);
+    po->clock = tether_vclock_clock(f->vc);
+}
+
 /* A pool on a virtual clock with max connections. */
 static void setup_virtual(fixture *f, int max) {
-    memset(f, 0, sizeof(*f));
-    f->vc = tether_vclock_create(1000 * MS);
     tether_sim_opts so;
-    tether_sim_opts_init(&so);
-    so.clock = tether_vclock_clock(f->vc);
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
+    virtual_opts(f, 1000, &so, &po);
+    so.clock = tether_vclock_clock(f->vc);
     po.max_size = max;
-    po.clock = tether_vclock_clock(f->vc);
     po.seed = 1;
     setup_with(f, &so, &po);
 }
@@ -333,15 +340,11 @@ static void test_probe_window(void **state) {
     assert_int_equal(st.probes, 1);
     teardown(&f);
 
-    memset(&f, 0, sizeof(f));
-    f.vc = tether_vclock_create(1000 * MS);
     tether_sim_opts so;
-    tether_sim_opts_init(&so);
-    so.clock = tether_vclock_clock(f.vc);
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
+    virtual_opts(&f, 1000, &so, &po);
+    so.clock = tether_vclock_clock(f.vc);
     po.max_size = 1;
-    po.clock = tether_vclock_clock(f.vc);
     po.probe_idle_us = 0;
     setup_with(&f, &so, &po);
     for (int i = 0; i < 3; i++)
@@ -399,14 +402,10 @@ static void test_failed_validation_continues(void **state) {
 static void test_reset_failure_discards(void **state) {
     (void)state;
     fixture f;
-    memset(&f, 0, sizeof(f));
-    f.vc = tether_vclock_create(0);
     tether_sim_opts so;
-    tether_sim_opts_init(&so);
-    so.reset_fail_rate = 1.0;
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
-    po.clock = tether_vclock_clock(f.vc);
+    virtual_opts(&f, 0, &so, &po);
+    so.reset_fail_rate = 1.0;
     setup_with(&f, &so, &po);
     tether_lease *a = must_acquire(f.pool);
     uint64_t id = tether_sim_conn_id(tether_lease_handle(a));
@@ -501,13 +500,9 @@ static void test_idle_timeout_randomized_and_min_kept(void **state) {
 static void test_lifetime_spaced_and_never_in_use(void **state) {
     (void)state;
     fixture f;
-    memset(&f, 0, sizeof(f));
-    f.vc = tether_vclock_create(0);
     tether_sim_opts so;
-    tether_sim_opts_init(&so);
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
-    po.clock = tether_vclock_clock(f.vc);
+    virtual_opts(&f, 0, &so, &po);
     po.max_size = 8;
     po.max_lifetime_ms = 100000;
     po.idle_timeout_ms = 0;
@@ -582,15 +577,11 @@ static void capture(void *ctx, tether_log_level level, const char *msg) {
 static void test_leak_report_once_with_place(void **state) {
     (void)state;
     fixture f;
-    memset(&f, 0, sizeof(f));
-    f.vc = tether_vclock_create(0);
     logbuf lb;
     memset(&lb, 0, sizeof(lb));
     tether_sim_opts so;
-    tether_sim_opts_init(&so);
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
-    po.clock = tether_vclock_clock(f.vc);
+    virtual_opts(&f, 0, &so, &po);
     po.leak_threshold_ms = 2000;
     po.log = capture;
     po.log_ctx = &lb;
