@@ -27,6 +27,8 @@
 
 #include <tether.h>
 
+#include "pool_fill.h"
+
 enum corun_mode { MODE_RUN, MODE_ACQUIRE, MODE_DEDICATED };
 
 struct side {
@@ -147,29 +149,6 @@ static int take_mode(int *argc, char **argv, enum corun_mode *m) {
     return 0;
 }
 
-static int open_pool(struct corun *c, int size) {
-    char *ci = NULL;
-    tether_error err;
-    if (asprintf(&ci, "%s tether_pool_min=%d tether_pool_max=%d", c->conninfo,
-                 size, size) < 0)
-        return -1;
-    int rc = tether_pool_open(&c->pool, ci, NULL, NULL, &err);
-    free(ci);
-    if (rc == 0) { /* filled before the window: every connection once */
-        tether_lease *l[256];
-        int n = 0;
-        while (n < size && n < 256 &&
-               tether_pool_acquire(c->pool, 10000, &l[n], &err) == 0)
-            n++;
-        for (int i = 0; i < n; i++)
-            tether_lease_release(l[i]);
-        rc = n == size ? 0 : -1;
-    }
-    if (rc != 0)
-        fprintf(stderr, "bench_corun: pool: %s\n", err.message);
-    return rc;
-}
-
 static const char *mode_name(enum corun_mode m) {
     return m == MODE_RUN ? "run" : m == MODE_ACQUIRE ? "acquire" : "dedicated";
 }
@@ -223,7 +202,8 @@ int main(int argc, char **argv) {
     c.conninfo = o.conninfo;
     for (int k = 0; k < 2; k++)
         pthread_mutex_init(&c.side[k].lock, NULL);
-    if (c.mode != MODE_DEDICATED && open_pool(&c, c.conns) != 0)
+    if (c.mode != MODE_DEDICATED &&
+        bench_pool_open(&c.pool, c.conninfo, c.conns, "bench_corun") != 0)
         return 2;
     struct q_result r;
     int rc = q_run(&o, worker, &c, &r);

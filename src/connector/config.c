@@ -142,6 +142,8 @@ static int tether_key(tether__conncfg *cfg, const char *k, const char *v,
         return parse_ms(k, v, 0, &cfg->leak_threshold_ms, err);
     if (!strcmp(k, "tether_probe_idle_us"))
         return parse_count(k, v, 0, 1000000000, &cfg->probe_idle_us, err);
+    if (!strcmp(k, "tether_barge_limit_us"))
+        return parse_count(k, v, 0, 1000000000, &cfg->barge_limit_us, err);
     if (!strcmp(k, "tether_pool_min"))
         return parse_count(k, v, 0, 100000, &cfg->pool_min, err);
     if (!strcmp(k, "tether_pool_max"))
@@ -281,6 +283,7 @@ static void defaults(tether__conncfg *cfg) {
     cfg->max_lifetime_ms = po.max_lifetime_ms;
     cfg->validate_idle_ms = po.validate_idle_ms;
     cfg->probe_idle_us = (int)po.probe_idle_us;
+    cfg->barge_limit_us = (int)po.barge_limit_us;
     cfg->leak_threshold_ms = po.leak_threshold_ms;
     cfg->retry = po.retry;
     cfg->breaker = po.breaker;

@@ -32,7 +32,8 @@ typedef struct tether__conncfg {
     tether_backoff_opts pause;  /* between passes (tether_pause spec) */
     /* Pool settings (tether_pool_open). */
     int pool_min, pool_max;
-    int probe_idle_us; /* tether_probe_idle_us */
+    int probe_idle_us;  /* tether_probe_idle_us */
+    int barge_limit_us; /* tether_barge_limit_us */
     int64_t acquire_timeout_ms, idle_timeout_ms, max_lifetime_ms,
         validate_idle_ms, leak_threshold_ms;
     char *reset_query;

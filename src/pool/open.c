@@ -15,6 +15,7 @@ static void opts_from_cfg(tether_pool_opts *po, const tether__conncfg *cfg,
     po->max_lifetime_ms = cfg->max_lifetime_ms;
     po->validate_idle_ms = cfg->validate_idle_ms;
     po->probe_idle_us = cfg->probe_idle_us;
+    po->barge_limit_us = cfg->barge_limit_us;
     po->leak_threshold_ms = cfg->leak_threshold_ms;
     po->reset_query = cfg->reset_query;
     po->retry = cfg->retry;

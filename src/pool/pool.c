@@ -426,7 +426,7 @@ TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
     /* The exchange is a full barrier: either a waiter that queued before it
      * is seen below, or that waiter's own rescan (after it queued) sees
      * this slot idle. In barging mode the first waiter also polls every
-     * barge_limit_us, so no wake-up is lost for longer than that. */
+     * 2 x barge_limit_us, so no wake-up is lost for longer than that. */
     atomic_exchange(&s->state, SLOT_IDLE);
     /* A close that began after the check above may have swept the idle
      * slots already and now waits for this one: take it back and close it
@@ -543,13 +543,17 @@ static void unreserve(tether_pool *p) {
 }
 
 /* Sleep once (lock held) until woken, the deadline, or, for the first
- * waiter in barging mode, the next poll. Returns 0 at the deadline. */
+ * waiter in barging mode, the next poll. The poll comes 2 x barge_limit_us
+ * after the last: in a busy pool the first release after the head falls
+ * overdue hands it a connection within microseconds, and a poll due at
+ * the very moment it falls overdue would wake it for nothing just before
+ * (docs/pool.md). Returns 0 at the deadline. */
 static int sleep_turn(acq *a, waiter *w) {
     tether_pool *p = a->p;
     int64_t until = a->deadline_ns;
     if (p->head == w && p->o.barge_limit_us > 0)
-        until =
-            TETHER__MIN(until, tether__mono_ns() + p->o.barge_limit_us * 1000);
+        until = TETHER__MIN(until,
+                            tether__mono_ns() + 2 * p->o.barge_limit_us * 1000);
     struct timespec ts = {(time_t)(until / 1000000000LL),
                           (long)(until % 1000000000LL)};
     pthread_cond_timedwait(&w->cv, &p->lock, &ts);

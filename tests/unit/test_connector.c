@@ -204,6 +204,8 @@ static void test_parse_errors(void **state) {
                       "tether_login_timeout");
     expect_spec_error("host=a port=99999", "port");
     expect_spec_error("host=a tether_probe_idle_us=-1", "tether_probe_idle_us");
+    expect_spec_error("host=a tether_barge_limit_us=1ms",
+                      "tether_barge_limit_us");
     expect_spec_error("host=a tether_probe_idle_us=50us",
                       "tether_probe_idle_us");
     expect_spec_error("host=a tether_pool_min=9 tether_pool_max=2",
@@ -224,7 +226,7 @@ static void test_parse_keywords(void **state) {
             "postgresql://app:s3cret@h1:5433,h2/db?target_session_attrs="
             "read-write&tether_strategy=mirroring&tether_login_timeout=20s"
             "&connect_timeout=3&tether_pool_max=16&sslmode=disable"
-            "&tether_probe_idle_us=0",
+            "&tether_probe_idle_us=0&tether_barge_limit_us=2500",
             &cfg, &err),
         0);
     assert_int_equal(cfg.neps, 2);
@@ -237,6 +239,7 @@ static void test_parse_keywords(void **state) {
     assert_int_equal(cfg.attempt_timeout_ms, 3000);
     assert_int_equal(cfg.pool_max, 16);
     assert_int_equal(cfg.probe_idle_us, 0);
+    assert_int_equal(cfg.barge_limit_us, 2500);
     /* libpq gets the rest, none of tether's keywords. */
     int saw_password = 0;
     for (int i = 0; i < cfg.nparams; i++) {

@@ -263,6 +263,37 @@ static void test_fifo_barging(void **state) {
     check_fifo(1000);
 }
 
+/* A connection released before the first waiter is overdue is left idle
+ * for arrivals; with no other traffic, the waiter's own poll (every
+ * 2 x barge_limit_us) finds it, long before the waiter's timeout. The
+ * virtual clock keeps the housekeeper's pass (which also hands idle
+ * connections to an overdue waiter) out of it; the barge limit and the
+ * poll run on the real clock. */
+static void test_head_polls_idle(void **state) {
+    (void)state;
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    virtual_opts(&f, 1000, &so, &po);
+    po.max_size = 1;
+    po.barge_limit_us = 100000; /* 100 ms: the release comes well before */
+    setup_with(&f, &so, &po);
+    tether_lease *held = must_acquire(f.pool);
+    _Atomic int order[1], served = 0;
+    waiter_arg wa = {f.pool, 0, order, &served, 5000, -1};
+    pthread_t th;
+    pthread_create(&th, NULL, waiter_main, &wa);
+    wait_for_waiters(f.pool, 1);
+    struct timespec ts = {0, 20000000}; /* past the waiter's own rescan */
+    nanosleep(&ts, NULL);
+    int64_t t0 = now_ms();
+    tether_lease_release(held);
+    pthread_join(th, NULL);
+    assert_int_equal(wa.rc, 0);
+    assert_true(now_ms() - t0 < 2000); /* the poll (200 ms), not 5 s */
+    teardown(&f);
+}
+
 static void test_queue_full(void **state) {
     (void)state;
     fixture f;
@@ -945,6 +976,7 @@ int main(void) {
         cmocka_unit_test(test_timeout_accuracy),
         cmocka_unit_test(test_fifo_strict),
         cmocka_unit_test(test_fifo_barging),
+        cmocka_unit_test(test_head_polls_idle),
         cmocka_unit_test(test_queue_full),
         cmocka_unit_test(test_validation_bypass),
         cmocka_unit_test(test_probe_window),

@@ -1,0 +1,289 @@
+/* interleave.c - the pool's throughput against dedicated connections, on
+ * the same threads, in alternating phases of one window (bench/run-query
+ * runs it inside a scratch cluster):
+ *
+ *   bench_interleave --conninfo C [--threads T] [--pool P] [--seconds S]
+ *                    [--phase-ms L] [--settle-ms S] [--control] [--json]
+ *
+ * The first P of the T threads each open a libpq connection of their own,
+ * and a tether pool of P more connections (default 8) is filled, before
+ * the window. The window is cut into phases of L ms (default 25), in the
+ * order D P P D D P P D ... so that neither kind always comes first:
+ *
+ *   D (dedicated): the first P threads loop SELECT 1 on their own
+ *     connection with PQexec (query_dedicated's loop); the other T-P
+ *     threads sleep until the phase ends. The pool's connections idle.
+ *   P (pooled): all T threads loop SELECT 1 through tether_pool_run, one
+ *     acquire and release per statement. The dedicated connections idle.
+ *
+ * Both kinds run on the same client threads, against the same server, in
+ * the same moments of the machine's noise, interleaved every L ms, so
+ * what differs is the pool's work per statement (and, with T > P, its
+ * waiting and hand-overs). A pooled call still waiting when its phase
+ * ends does no statement once it gets a connection. The first settle ms
+ * (default 2) of each phase are not counted: they hold the switch between
+ * kinds. The ratio is pooled ops / dedicated ops over the counted time;
+ * its spread is shown over blocks of four phases (D P P D). Waits for a
+ * connection in pooled phases are timed like tether bench query's run mode:
+ * from the tether_pool_run call to the start of the work. With --control the P
+ * phases run exactly as the D phases do (an A/A test): its ratio shows how far
+ * apart two identical kinds land, the method's own error. */
+#include "peers/query_common.c"
+
+#include <tether.h>
+
+#include "pool_fill.h"
+
+#define MAX_PHASES 65536
+
+enum { KIND_D = 0, KIND_P = 1 };
+
+struct inter {
+    const char *conninfo;
+    int conns;          /* P */
+    uint64_t phase_ns;  /* L */
+    uint64_t settle_ns; /* not counted at the start of each phase */
+    tether_pool *pool;
+    _Atomic uint64_t t0;         /* the first phase's start */
+    _Atomic uint64_t *phase_ops; /* counted ops per phase */
+    int nphases;
+    int control; /* 1: pooled phases run as dedicated ones (A/A) */
+    pthread_mutex_t lock;
+    struct q_hist wait[2]; /* pooled phases: wait; dedicated: unused */
+    uint64_t errors;
+};
+
+struct op_ctx {
+    struct inter *c;
+    struct q_thread *t;
+    uint64_t t0, k; /* start and phase of the call */
+    int skipped;    /* the phase was over when the connection came */
+};
+
+static int kind_of(uint64_t k) {
+    return (int)((k & 1) ^ ((k >> 1) & 1)); /* D P P D D P P D */
+}
+
+static uint64_t phase_of(const struct inter *c, uint64_t now) {
+    return (now - c->t0) / c->phase_ns;
+}
+
+static void count(struct inter *c, uint64_t k, uint64_t start) {
+    if (start - c->t0 - k * c->phase_ns >= c->settle_ns &&
+        k < (uint64_t)c->nphases)
+        atomic_fetch_add_explicit(&c->phase_ops[k], 1, memory_order_relaxed);
+}
+
+static int work(void *handle, void *arg, const tether_attempt *a,
+                tether_error *err) {
+    struct op_ctx *o = arg;
+    (void)a;
+    uint64_t now = q_now();
+    q_hist_add(&o->t->wait, now - o->t0);
+    if (phase_of(o->c, now) != o->k) {
+        o->skipped = 1; /* no statement, not counted */
+        return 0;
+    }
+    return q_select1(o->t, handle)
+               ? 0
+               : tether_error_set(err, TETHER_EQUERY, TETHER_CLASS_PERMANENT,
+                                  "SELECT 1 failed");
+}
+
+static void sleep_until(uint64_t ns) {
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        ;
+}
+
+/* A dedicated phase k: loop on this thread's own connection. */
+static void dedicated_phase(struct inter *c, struct q_thread *t, PGconn *conn,
+                            uint64_t k) {
+    for (;;) {
+        uint64_t now = q_now();
+        if (q_should_stop() || phase_of(c, now) != k)
+            break;
+        if (q_select1(t, conn))
+            count(c, k, now);
+        else
+            t->errors++;
+    }
+}
+
+/* A pooled phase k: one tether_pool_run per statement. */
+static void pooled_phase(struct inter *c, struct q_thread *t, uint64_t k) {
+    for (;;) {
+        struct op_ctx o = {c, t, q_now(), k, 0};
+        if (q_should_stop() || phase_of(c, o.t0) != k)
+            break;
+        tether_error err;
+        int rc = tether_pool_run(c->pool, TETHER_IDEMPOTENT, work, &o, &err);
+        if (rc != 0)
+            t->errors++;
+        else if (!o.skipped)
+            count(c, k, o.t0);
+    }
+}
+
+static void *worker(void *arg) {
+    struct q_thread *t = arg;
+    struct inter *c = t->ctx;
+    char why[256] = "";
+    PGconn *conn = NULL;
+    if ((int)t->index < c->conns)
+        conn = q_connect(c->conninfo, why, sizeof why);
+    if (!q_start(t, (int)t->index >= c->conns || conn ? NULL : why)) {
+        PQfinish(conn);
+        return NULL;
+    }
+    uint64_t zero = 0;
+    atomic_compare_exchange_strong(&c->t0, &zero, q_now());
+    while (!q_should_stop()) {
+        uint64_t k = phase_of(c, q_now());
+        if (kind_of(k) == KIND_P && !c->control)
+            pooled_phase(c, t, k);
+        else if (conn)
+            dedicated_phase(c, t, conn, k);
+        else
+            sleep_until(c->t0 + (k + 1) * c->phase_ns);
+    }
+    PQfinish(conn);
+    pthread_mutex_lock(&c->lock);
+    q_hist_merge(&c->wait[KIND_P], &t->wait);
+    c->errors += t->errors;
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Sums the complete phases; per block of four (D P P D) a ratio. */
+static void report(const struct q_opts *o, struct inter *c, int phases) {
+    uint64_t sum[2] = {0, 0};
+    int nblocks = phases / 4;
+    double *ratio = calloc((size_t)(nblocks ? nblocks : 1), sizeof *ratio);
+    int nr = 0;
+    for (int b = 0; b < nblocks; b++) {
+        uint64_t s[2] = {0, 0};
+        for (int k = 4 * b; k < 4 * b + 4; k++)
+            s[kind_of((uint64_t)k)] += atomic_load(&c->phase_ops[k]);
+        sum[KIND_D] += s[KIND_D];
+        sum[KIND_P] += s[KIND_P];
+        if (s[KIND_D] && ratio)
+            ratio[nr++] = 100.0 * (double)s[KIND_P] / (double)s[KIND_D];
+    }
+    if (ratio && nr)
+        qsort(ratio, (size_t)nr, sizeof *ratio, cmp_double);
+    double total = sum[KIND_D] ? 100.0 * (double)sum[KIND_P] / sum[KIND_D] : 0;
+    double q1 = nr ? ratio[nr / 4] : 0, med = nr ? ratio[nr / 2] : 0,
+           q3 = nr ? ratio[(3 * nr) / 4] : 0;
+    double counted_s =
+        (double)nblocks * 2 * (double)(c->phase_ns - c->settle_ns) / 1e9;
+    const char *fmt =
+        o->json
+            ? "{\"bench\":\"interleave\",\"control\":%d,\"threads\":%d,"
+              "\"pool\":%d,"
+              "\"phase_ms\":%.1f,\"blocks\":%d,\"dedicated_ops_per_sec\":%.0f,"
+              "\"pooled_ops_per_sec\":%.0f,\"ratio_pct\":%.2f,"
+              "\"block_ratio_q1_pct\":%.2f,\"block_ratio_median_pct\":%.2f,"
+              "\"block_ratio_q3_pct\":%.2f,\"wait_p99_us\":%.1f,"
+              "\"wait_max_us\":%.1f,\"errors\":%llu}\n"
+            : "interleave control=%d threads=%d pool=%d phase %.1f ms, %d "
+              "blocks: "
+              "dedicated %.0f ops/s, pooled %.0f ops/s, ratio %.2f %% "
+              "(blocks: q1 %.1f, median %.1f, q3 %.1f); pooled wait p99 "
+              "%.1f us, max %.1f us; errors %llu\n";
+    printf(fmt, c->control, o->threads, c->conns, (double)c->phase_ns / 1e6,
+           nblocks, counted_s > 0 ? (double)sum[KIND_D] / counted_s : 0,
+           counted_s > 0 ? (double)sum[KIND_P] / counted_s : 0, total, q1, med,
+           q3, q_us(q_hist_pct(&c->wait[KIND_P], 99)),
+           q_us(q_hist_pct(&c->wait[KIND_P], 100)),
+           (unsigned long long)c->errors);
+    free(ratio);
+}
+
+/* Takes "--name V" out of argv as a number of ms (q_parse knows the
+ * common options only). */
+static int take_ms(int *argc, char **argv, const char *name, double *ms) {
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], name) != 0)
+            continue;
+        char *end = NULL;
+        double v = i + 1 < *argc ? strtod(argv[i + 1], &end) : 0;
+        if (i + 1 >= *argc || end == argv[i + 1] || *end || !(v >= 0) ||
+            v > 60000) {
+            fprintf(stderr, "bench_interleave: %s wants ms in 0..60000\n",
+                    name);
+            return -1;
+        }
+        *ms = v;
+        for (int j = i; j + 2 <= *argc; j++)
+            argv[j] = argv[j + 2];
+        *argc -= 2;
+        i--;
+    }
+    return 0;
+}
+
+/* Takes the flag name out of argv; returns whether it was there. */
+static int take_flag(int *argc, char **argv, const char *name) {
+    int seen = 0;
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], name) != 0)
+            continue;
+        seen = 1;
+        for (int j = i; j + 1 <= *argc; j++)
+            argv[j] = argv[j + 1];
+        (*argc)--;
+        i--;
+    }
+    return seen;
+}
+
+int main(int argc, char **argv) {
+    static struct inter c;
+    struct q_opts o = {.impl = "interleave"};
+    double phase_ms = 25, settle_ms = 2;
+    c.control = take_flag(&argc, argv, "--control");
+    if (take_ms(&argc, argv, "--phase-ms", &phase_ms) != 0 ||
+        take_ms(&argc, argv, "--settle-ms", &settle_ms) != 0)
+        return 2;
+    int prc = q_parse(
+        argc, argv,
+        "SELECT 1 on a tether pool of P connections, in alternating phases\n"
+        "of --phase-ms (25): P threads each holding one connection (the\n"
+        "dedicated baseline), then all T threads through tether_pool_run.\n"
+        "--settle-ms (2) at the start of each phase are not counted.\n"
+        "--control: both kinds of phase dedicated (the method's A/A test).",
+        &o);
+    if (prc != 0)
+        return prc > 0 ? 0 : 2;
+    c.conns = o.pool > 0 ? o.pool : 8;
+    if (c.conns > o.threads || phase_ms < 1 || settle_ms >= phase_ms) {
+        fprintf(stderr, "bench_interleave: want --pool <= --threads and "
+                        "0 <= --settle-ms < --phase-ms >= 1\n");
+        return 2;
+    }
+    c.conninfo = o.conninfo;
+    c.phase_ns = (uint64_t)(phase_ms * 1e6);
+    c.settle_ns = (uint64_t)(settle_ms * 1e6);
+    double n = o.seconds * 1e9 / (double)c.phase_ns + 2;
+    c.nphases = n > MAX_PHASES ? MAX_PHASES : (int)n;
+    c.phase_ops = calloc((size_t)c.nphases, sizeof *c.phase_ops);
+    pthread_mutex_init(&c.lock, NULL);
+    if (!c.phase_ops ||
+        bench_pool_open(&c.pool, c.conninfo, c.conns, "bench_interleave") != 0)
+        return 2;
+    struct q_result r;
+    int rc = q_run(&o, worker, &c, &r);
+    if (rc == 0) {
+        uint64_t done = (uint64_t)(r.elapsed_s * 1e9 - 1e6) / c.phase_ns;
+        report(&o, &c, done < (uint64_t)c.nphases ? (int)done : c.nphases);
+    }
+    tether_pool_destroy(c.pool);
+    free(c.phase_ops);
+    return rc != 0 || c.errors ? 1 : 0;
+}
