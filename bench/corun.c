@@ -48,7 +48,7 @@ struct corun {
 static __thread uint64_t work_end; /* when this thread's last SELECT 1 ended */
 
 static void note_gap(struct q_thread *t) {
-    uint64_t now = q_now();
+    uint64_t now = bench_now_ns();
     if (work_end)
         q_hist_add(&t->wait, now - work_end);
 }
@@ -59,7 +59,7 @@ static int work_select1(void *handle, void *arg, const tether_attempt *a,
     (void)a;
     note_gap(t);
     bool ok = q_select1(t, handle);
-    work_end = q_now();
+    work_end = bench_now_ns();
     return ok ? 0
               : tether_error_set(err, TETHER_EQUERY, TETHER_CLASS_PERMANENT,
                                  "SELECT 1 failed");
@@ -83,7 +83,7 @@ static bool pooled_op(struct corun *c, struct q_thread *t) {
 static bool dedicated_op(struct q_thread *t, PGconn *conn) {
     note_gap(t);
     bool ok = q_select1(t, conn);
-    work_end = q_now();
+    work_end = bench_now_ns();
     return ok;
 }
 
@@ -141,10 +141,7 @@ static int take_mode(int *argc, char **argv, enum corun_mode *m) {
                 fprintf(stderr, "bench_corun: --mode needs a value\n");
             return -1;
         }
-        for (int j = i; j + 2 <= *argc; j++)
-            argv[j] = argv[j + 2];
-        *argc -= 2;
-        i--;
+        bench_argv_drop(argc, argv, i--, 1);
     }
     return 0;
 }

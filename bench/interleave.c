@@ -78,7 +78,7 @@ static int work(void *handle, void *arg, const tether_attempt *a,
                 tether_error *err) {
     struct op_ctx *o = arg;
     (void)a;
-    uint64_t now = q_now();
+    uint64_t now = bench_now_ns();
     q_hist_add(&o->t->wait, now - o->t0);
     if (phase_of(o->c, now) != o->k) {
         o->skipped = 1; /* no statement, not counted */
@@ -90,17 +90,11 @@ static int work(void *handle, void *arg, const tether_attempt *a,
                                   "SELECT 1 failed");
 }
 
-static void sleep_until(uint64_t ns) {
-    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-        ;
-}
-
 /* A dedicated phase k: loop on this thread's own connection. */
 static void dedicated_phase(struct inter *c, struct q_thread *t, PGconn *conn,
                             uint64_t k) {
     for (;;) {
-        uint64_t now = q_now();
+        uint64_t now = bench_now_ns();
         if (q_should_stop() || phase_of(c, now) != k)
             break;
         if (q_select1(t, conn))
@@ -113,7 +107,7 @@ static void dedicated_phase(struct inter *c, struct q_thread *t, PGconn *conn,
 /* A pooled phase k: one tether_pool_run per statement. */
 static void pooled_phase(struct inter *c, struct q_thread *t, uint64_t k) {
     for (;;) {
-        struct op_ctx o = {c, t, q_now(), k, 0};
+        struct op_ctx o = {c, t, bench_now_ns(), k, 0};
         if (q_should_stop() || phase_of(c, o.t0) != k)
             break;
         tether_error err;
@@ -137,15 +131,15 @@ static void *worker(void *arg) {
         return NULL;
     }
     uint64_t zero = 0;
-    atomic_compare_exchange_strong(&c->t0, &zero, q_now());
+    atomic_compare_exchange_strong(&c->t0, &zero, bench_now_ns());
     while (!q_should_stop()) {
-        uint64_t k = phase_of(c, q_now());
+        uint64_t k = phase_of(c, bench_now_ns());
         if (kind_of(k) == KIND_P && !c->control)
             pooled_phase(c, t, k);
         else if (conn)
             dedicated_phase(c, t, conn, k);
         else
-            sleep_until(c->t0 + (k + 1) * c->phase_ns);
+            bench_sleep_until(c->t0 + (k + 1) * c->phase_ns);
     }
     PQfinish(conn);
     pthread_mutex_lock(&c->lock);
@@ -220,10 +214,7 @@ static int take_ms(int *argc, char **argv, const char *name, double *ms) {
             return -1;
         }
         *ms = v;
-        for (int j = i; j + 2 <= *argc; j++)
-            argv[j] = argv[j + 2];
-        *argc -= 2;
-        i--;
+        bench_argv_drop(argc, argv, i--, 1);
     }
     return 0;
 }
@@ -235,10 +226,7 @@ static int take_flag(int *argc, char **argv, const char *name) {
         if (strcmp(argv[i], name) != 0)
             continue;
         seen = 1;
-        for (int j = i; j + 1 <= *argc; j++)
-            argv[j] = argv[j + 1];
-        (*argc)--;
-        i--;
+        bench_argv_drop(argc, argv, i--, 0);
     }
     return seen;
 }

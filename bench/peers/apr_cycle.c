@@ -59,9 +59,9 @@ static void *worker(void *arg)
         void *res;
         apr_status_t rv;
         if (sample && (++tick & (PEER_SAMPLE_EVERY - 1)) == 0) {
-            uint64_t t0 = peer_now_ns();
+            uint64_t t0 = bench_now_ns();
             rv = apr_reslist_acquire(rl, &res);
-            peer_record_wait(t, peer_now_ns() - t0);
+            peer_record_wait(t, bench_now_ns() - t0);
         } else {
             rv = apr_reslist_acquire(rl, &res);
         }

@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+#include "bench_base.h"
 #include <string.h>
 #include <time.h>
 
@@ -107,13 +109,6 @@ static inline bool peer_should_stop(void)
     return atomic_load_explicit(&peer_sync.stop, memory_order_relaxed) != 0;
 }
 
-static inline uint64_t peer_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static inline void peer_record_wait(struct peer_thread *t, uint64_t ns)
 {
     t->hist[peer_hist_index(ns)]++;
@@ -146,19 +141,6 @@ static void peer_usage(const char *prog, FILE *out)
             prog);
 }
 
-static int peer_parse_int(const char *prog, const char *name, const char *s, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < 1 || v > 1000000) {
-        fprintf(stderr, "%s: invalid %s '%s'\n", prog, name, s);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
 /* Returns 0 on success, 1 if --help was printed, -1 on error. */
 static int peer_parse(int argc, char **argv, struct peer_opts *o)
 {
@@ -181,22 +163,16 @@ static int peer_parse(int argc, char **argv, struct peer_opts *o)
             peer_usage(prog, stdout);
             return 1;
         } else if (strcmp(a, "--threads") == 0 && v) {
-            if (peer_parse_int(prog, "--threads", v, &o->threads))
+            if (bench_parse_int(prog, "--threads", v, 1000000, &o->threads))
                 return -1;
             i++;
         } else if (strcmp(a, "--pool") == 0 && v) {
-            if (peer_parse_int(prog, "--pool", v, &o->pool))
+            if (bench_parse_int(prog, "--pool", v, 1000000, &o->pool))
                 return -1;
             i++;
         } else if (strcmp(a, "--seconds") == 0 && v) {
-            char *end = NULL;
-            errno = 0;
-            o->seconds = strtod(v, &end);
-            if (errno != 0 || end == v || *end != '\0' || !(o->seconds > 0) ||
-                o->seconds > 86400) {
-                fprintf(stderr, "%s: invalid --seconds '%s'\n", prog, v);
+            if (bench_parse_seconds(prog, v, &o->seconds))
                 return -1;
-            }
             i++;
         } else {
             fprintf(stderr, "%s: unknown or incomplete option '%s'\n", prog, a);
@@ -233,36 +209,19 @@ static int peer_run(const struct peer_opts *o, void *(*fn)(void *), void *ctx,
     }
     memset(th, 0, n * sizeof *th);
     atomic_store(&peer_sync.stop, 0);
-    int rc = pthread_barrier_init(&peer_sync.start, NULL, (unsigned)n + 1);
-    if (rc != 0) {
-        fprintf(stderr, "pthread_barrier_init: %s\n", strerror(rc));
-        free(th);
-        return -1;
-    }
     for (size_t i = 0; i < n; i++) {
         th[i].index = (unsigned)i;
         th[i].ctx = ctx;
-        rc = pthread_create(&th[i].tid, NULL, fn, &th[i]);
-        if (rc != 0) {
-            /* Cannot unwind a half-filled barrier cleanly; just bail. */
-            fprintf(stderr, "pthread_create: %s\n", strerror(rc));
-            exit(2);
-        }
+    }
+    if (bench_spawn(&peer_sync.start, n, fn, th, sizeof *th,
+                    offsetof(struct peer_thread, tid))) {
+        free(th);
+        return -1;
     }
     peer_wait_start();
-    uint64_t t0 = peer_now_ns();
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    double whole = (double)(long)o->seconds;
-    until.tv_sec += (time_t)whole;
-    until.tv_nsec += (long)((o->seconds - whole) * 1e9);
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
-        ;
-    uint64_t t1 = peer_now_ns();
+    uint64_t t0 = bench_now_ns();
+    bench_sleep_for(o->seconds);
+    uint64_t t1 = bench_now_ns();
     atomic_store_explicit(&peer_sync.stop, 1, memory_order_relaxed);
     for (size_t i = 0; i < n; i++)
         pthread_join(th[i].tid, NULL);

@@ -50,9 +50,9 @@ static void *worker(void *arg)
         return NULL;
     while (!q_should_stop()) {
         void *res;
-        uint64_t t0 = q_now();
+        uint64_t t0 = bench_now_ns();
         apr_status_t rv = apr_reslist_acquire(rl, &res);
-        uint64_t tw = q_now();
+        uint64_t tw = bench_now_ns();
         if (rv != APR_SUCCESS) {
             q_error(t, "apr_reslist_acquire", "failed");
             t->errors++;
@@ -70,7 +70,7 @@ static void *worker(void *arg)
             continue;
         }
         apr_reslist_release(rl, res);
-        q_op_done(t, t0, tw, q_now());
+        q_op_done(t, t0, tw, bench_now_ns());
     }
     return NULL;
 }

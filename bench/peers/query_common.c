@@ -40,6 +40,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "bench_base.h"
+
 #define Q_CACHELINE 64
 
 /* Log-linear histogram of nanoseconds: 0..15 exact, then each power of two
@@ -141,13 +143,6 @@ static inline bool q_should_stop(void)
     return atomic_load_explicit(&q_sync.stop, memory_order_relaxed) != 0;
 }
 
-static inline uint64_t q_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Record the first error of a thread (message up to its first newline). */
 static void q_error(struct q_thread *t, const char *what, const char *msg)
 {
@@ -235,19 +230,6 @@ static void q_usage(const char *prog, const char *what, FILE *out)
             prog, what);
 }
 
-static int q_parse_int(const char *prog, const char *name, const char *s, int *out)
-{
-    char *end = NULL;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < 1 || v > 100000) {
-        fprintf(stderr, "%s: invalid %s '%s'\n", prog, name, s);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
 /* Returns 0 on success, 1 if --help was printed, -1 on error (printed).
  * o->impl must hold the default name; o->pool stays 0 unless given. */
 static int q_parse(int argc, char **argv, const char *what, struct q_opts *o)
@@ -284,20 +266,14 @@ static int q_parse(int argc, char **argv, const char *what, struct q_opts *o)
             }
             o->impl = v;
         } else if (strcmp(a, "--threads") == 0) {
-            if (q_parse_int(o->prog, a, v, &o->threads))
+            if (bench_parse_int(o->prog, a, v, 100000, &o->threads))
                 return -1;
         } else if (strcmp(a, "--pool") == 0) {
-            if (q_parse_int(o->prog, a, v, &o->pool))
+            if (bench_parse_int(o->prog, a, v, 100000, &o->pool))
                 return -1;
         } else if (strcmp(a, "--seconds") == 0) {
-            char *end = NULL;
-            errno = 0;
-            o->seconds = strtod(v, &end);
-            if (errno != 0 || end == v || *end != '\0' || !(o->seconds > 0) ||
-                o->seconds > 86400) {
-                fprintf(stderr, "%s: invalid --seconds '%s'\n", o->prog, v);
+            if (bench_parse_seconds(o->prog, v, &o->seconds))
                 return -1;
-            }
         } else {
             fprintf(stderr, "%s: unknown option '%s'\n", o->prog, a);
             q_usage(o->prog, what, stderr);
@@ -347,38 +323,21 @@ static int q_run(const struct q_opts *o, void *(*fn)(void *), void *ctx, struct 
     memset(th, 0, n * sizeof *th);
     atomic_store(&q_sync.stop, 0);
     atomic_store(&q_sync.setup_failed, 0);
-    int rc = pthread_barrier_init(&q_sync.start, NULL, (unsigned)n + 1);
-    if (rc != 0) {
-        fprintf(stderr, "pthread_barrier_init: %s\n", strerror(rc));
-        free(th);
-        return -1;
-    }
     for (size_t i = 0; i < n; i++) {
         th[i].index = (unsigned)i;
         th[i].ctx = ctx;
-        rc = pthread_create(&th[i].tid, NULL, fn, &th[i]);
-        if (rc != 0) {
-            fprintf(stderr, "pthread_create: %s\n", strerror(rc));
-            exit(2); /* a half-filled barrier cannot be unwound */
-        }
     }
-    rc = pthread_barrier_wait(&q_sync.start);
+    if (bench_spawn(&q_sync.start, n, fn, th, sizeof *th, offsetof(struct q_thread, tid))) {
+        free(th);
+        return -1;
+    }
+    pthread_barrier_wait(&q_sync.start);
     bool failed = atomic_load(&q_sync.setup_failed) != 0;
-    uint64_t t0 = q_now(), t1 = t0;
+    uint64_t t0 = bench_now_ns(), t1 = t0;
     double cpu0 = q_cpu_us();
     if (!failed) {
-        struct timespec until;
-        clock_gettime(CLOCK_MONOTONIC, &until);
-        double whole = (double)(long)o->seconds;
-        until.tv_sec += (time_t)whole;
-        until.tv_nsec += (long)((o->seconds - whole) * 1e9);
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR)
-            ;
-        t1 = q_now();
+        bench_sleep_for(o->seconds);
+        t1 = bench_now_ns();
     }
     atomic_store(&q_sync.stop, 1);
     for (size_t i = 0; i < n; i++)

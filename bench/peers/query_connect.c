@@ -26,9 +26,9 @@ static void *worker(void *arg)
     if (!q_start(t, conn ? NULL : why))
         return NULL;
     while (!q_should_stop()) {
-        uint64_t t0 = q_now();
+        uint64_t t0 = bench_now_ns();
         conn = q_connect(c->conninfo, why, sizeof why);
-        uint64_t tw = q_now();
+        uint64_t tw = bench_now_ns();
         if (!conn) {
             q_error(t, "connect", why);
             t->errors++;
@@ -42,7 +42,7 @@ static void *worker(void *arg)
             q_error_pause();
             continue;
         }
-        q_op_done(t, t0, tw, q_now());
+        q_op_done(t, t0, tw, bench_now_ns());
     }
     return NULL;
 }

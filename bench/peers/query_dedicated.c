@@ -36,7 +36,7 @@ static void *worker(void *arg)
         return NULL;
     }
     while (!q_should_stop()) {
-        uint64_t t0 = q_now();
+        uint64_t t0 = bench_now_ns();
         if (!q_select1(t, conn)) {
             t->errors++;
             if (PQstatus(conn) == CONNECTION_BAD)
@@ -44,7 +44,7 @@ static void *worker(void *arg)
             q_error_pause();
             continue;
         }
-        q_op_done(t, t0, 0, q_now());
+        q_op_done(t, t0, 0, bench_now_ns());
     }
     PQfinish(conn);
     return NULL;

@@ -129,7 +129,7 @@ static void *worker(void *arg)
     if (!q_start(t, NULL))
         return NULL;
     while (!q_should_stop()) {
-        uint64_t t0 = q_now();
+        uint64_t t0 = bench_now_ns();
         Connection_T con;
         while ((con = ConnectionPool_getConnection(pool)) == NULL) {
             retries++;
@@ -137,7 +137,7 @@ static void *worker(void *arg)
                 goto out;
             sched_yield();
         }
-        uint64_t tw = q_now();
+        uint64_t tw = bench_now_ns();
         bool ok = zdb_select1(t, con);
         Connection_close(con);
         if (!ok) {
@@ -145,7 +145,7 @@ static void *worker(void *arg)
             q_error_pause();
             continue;
         }
-        q_op_done(t, t0, tw, q_now());
+        q_op_done(t, t0, tw, bench_now_ns());
     }
 out:
     t->retries = retries;

@@ -39,7 +39,7 @@ static void *worker(void *arg)
     peer_wait_start();
     while (!peer_should_stop()) {
         bool timed = sample && (++tick & (PEER_SAMPLE_EVERY - 1)) == 0;
-        uint64_t t0 = timed ? peer_now_ns() : 0;
+        uint64_t t0 = timed ? bench_now_ns() : 0;
         Connection_T con;
         while ((con = ConnectionPool_getConnection(pool)) == NULL) {
             failures++;
@@ -48,7 +48,7 @@ static void *worker(void *arg)
             sched_yield();
         }
         if (timed)
-            peer_record_wait(t, peer_now_ns() - t0);
+            peer_record_wait(t, bench_now_ns() - t0);
         Connection_close(con);
         ops++;
     }

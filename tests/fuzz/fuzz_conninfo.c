@@ -27,16 +27,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "fuzz_conninfo: invariant failed: %s (line %d)\n", \
-                    #cond, __LINE__);                                          \
-            abort();                                                           \
-        }                                                                      \
-    } while (0)
+#define FUZZ_NAME "fuzz_conninfo"
+#include "fuzz_check.h"
 
 /* check_message: every "..." span of msg is a documented keyword. */
 static void check_message(const char *msg) {

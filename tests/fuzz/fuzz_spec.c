@@ -26,16 +26,8 @@
 
 #define DUR_MAX (1000000LL * 3600000LL) /* the keys' duration cap */
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define CHECK(cond)                                                            \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "fuzz_spec: invariant failed: %s (line %d)\n",     \
-                    #cond, __LINE__);                                          \
-            abort();                                                           \
-        }                                                                      \
-    } while (0)
+#define FUZZ_NAME "fuzz_spec"
+#include "fuzz_check.h"
 
 static int dur_ok(int64_t ms, int64_t lo) {
     return ms >= lo && ms <= DUR_MAX;
