@@ -3,7 +3,8 @@
  * runs it inside a scratch cluster):
  *
  *   bench_interleave --conninfo C [--threads T] [--pool P] [--seconds S]
- *                    [--phase-ms L] [--settle-ms S] [--control] [--json]
+ *                    [--phase-ms L] [--settle-ms S] [--acquire]
+ *                    [--control] [--json]
  *
  * The first P of the T threads each open a libpq connection of their own,
  * and a tether pool of P more connections (default 8) is filled, before
@@ -13,21 +14,26 @@
  *   D (dedicated): the first P threads loop SELECT 1 on their own
  *     connection with PQexec (query_dedicated's loop); the other T-P
  *     threads sleep until the phase ends. The pool's connections idle.
- *   P (pooled): all T threads loop SELECT 1 through tether_pool_run, one
- *     acquire and release per statement. The dedicated connections idle.
+ *   P (pooled): all T threads loop SELECT 1 through tether_pool_run_for,
+ *     one acquire and release per statement (with --acquire:
+ *     tether_pool_acquire, PQexec, tether_lease_release). The dedicated
+ *     connections idle.
  *
  * Both kinds run on the same client threads, against the same server, in
  * the same moments of the machine's noise, interleaved every L ms, so
  * what differs is the pool's work per statement (and, with T > P, its
- * waiting and hand-overs). A pooled call still waiting when its phase
- * ends does no statement once it gets a connection. The first settle ms
- * (default 2) of each phase are not counted: they hold the switch between
- * kinds. The ratio is pooled ops / dedicated ops over the counted time;
- * its spread is shown over blocks of four phases (D P P D). Waits for a
- * connection in pooled phases are timed like tether bench query's run mode:
- * from the tether_pool_run call to the start of the work. With --control the P
- * phases run exactly as the D phases do (an A/A test): its ratio shows how far
- * apart two identical kinds land, the method's own error. */
+ * waiting and hand-overs). Each pooled call's limit is the end of its
+ * phase (rounded up to the ms): a caller still queued then gives up with
+ * TETHER_ETIMEDOUT, which is not counted as an error, so no pooled caller
+ * spills into the next phase; a call served after its phase ended does no
+ * statement. The first settle ms (default 2) of each phase are not counted:
+ * they hold the switch between kinds. The ratio is pooled ops / dedicated
+ * ops over the counted time; its spread is shown over blocks of four
+ * phases (D P P D). Waits for a connection in pooled phases are timed like
+ * tether bench query's: from the call to the start of the work, over the
+ * calls that were served. With --control the P phases run exactly as the D
+ * phases do (an A/A test): its ratio shows how far apart two identical
+ * kinds land, the method's own error. */
 #include "peers/query_common.c"
 
 #include <tether.h>
@@ -48,9 +54,11 @@ struct inter {
     _Atomic uint64_t *phase_ops; /* counted ops per phase */
     int nphases;
     int control; /* 1: pooled phases run as dedicated ones (A/A) */
+    int acquire; /* 1: pooled phases acquire and release, not run() */
     pthread_mutex_t lock;
     struct q_hist wait[2]; /* pooled phases: wait; dedicated: unused */
     uint64_t errors;
+    _Atomic uint64_t gave_up; /* pooled calls still waiting at phase end */
 };
 
 struct op_ctx {
@@ -104,14 +112,42 @@ static void dedicated_phase(struct inter *c, struct q_thread *t, PGconn *conn,
     }
 }
 
-/* A pooled phase k: one tether_pool_run per statement. */
+/* The ms left until phase k ends, rounded up: a pooled call's limit, so
+ * that no caller still waits for a connection in the next phase. */
+static int64_t left_ms(const struct inter *c, uint64_t k, uint64_t now) {
+    uint64_t end = c->t0 + (k + 1) * c->phase_ns;
+    return now >= end ? 0 : (int64_t)((end - now + 999999) / 1000000);
+}
+
+/* One pooled statement in acquire mode: acquire, SELECT 1, release. */
+static int acquire_once(struct op_ctx *o, tether_error *err) {
+    tether_lease *l = NULL;
+    int rc =
+        tether_pool_acquire(o->c->pool, left_ms(o->c, o->k, o->t0), &l, err);
+    if (rc != 0)
+        return rc;
+    rc = work(tether_lease_handle(l), o, NULL, err);
+    tether_lease_release(l);
+    return rc;
+}
+
+/* A pooled phase k: one tether_pool_run_for (or, with --acquire, one
+ * acquire and release) per statement; a wait still unserved when the
+ * phase ends gives up (TETHER_ETIMEDOUT, not an error). */
 static void pooled_phase(struct inter *c, struct q_thread *t, uint64_t k) {
     for (;;) {
         struct op_ctx o = {c, t, bench_now_ns(), k, 0};
         if (q_should_stop() || phase_of(c, o.t0) != k)
             break;
         tether_error err;
-        int rc = tether_pool_run(c->pool, TETHER_IDEMPOTENT, work, &o, &err);
+        int rc = c->acquire
+                     ? acquire_once(&o, &err)
+                     : tether_pool_run_for(c->pool, TETHER_IDEMPOTENT,
+                                           left_ms(c, k, o.t0), work, &o, &err);
+        if (rc == TETHER_ETIMEDOUT) {
+            atomic_fetch_add_explicit(&c->gave_up, 1, memory_order_relaxed);
+            continue;
+        }
         if (rc != 0)
             t->errors++;
         else if (!o.skipped)
@@ -178,23 +214,28 @@ static void report(const struct q_opts *o, struct inter *c, int phases) {
         (double)nblocks * 2 * (double)(c->phase_ns - c->settle_ns) / 1e9;
     const char *fmt =
         o->json
-            ? "{\"bench\":\"interleave\",\"control\":%d,\"threads\":%d,"
+            ? "{\"bench\":\"interleave\",\"mode\":\"%s\",\"control\":%d,"
+              "\"threads\":%d,"
               "\"pool\":%d,"
               "\"phase_ms\":%.1f,\"blocks\":%d,\"dedicated_ops_per_sec\":%.0f,"
               "\"pooled_ops_per_sec\":%.0f,\"ratio_pct\":%.2f,"
               "\"block_ratio_q1_pct\":%.2f,\"block_ratio_median_pct\":%.2f,"
               "\"block_ratio_q3_pct\":%.2f,\"wait_p99_us\":%.1f,"
-              "\"wait_max_us\":%.1f,\"errors\":%llu}\n"
-            : "interleave control=%d threads=%d pool=%d phase %.1f ms, %d "
+              "\"wait_max_us\":%.1f,\"gave_up_at_phase_end\":%llu,"
+              "\"errors\":%llu}\n"
+            : "interleave mode=%s control=%d threads=%d pool=%d phase %.1f "
+              "ms, %d "
               "blocks: "
               "dedicated %.0f ops/s, pooled %.0f ops/s, ratio %.2f %% "
               "(blocks: q1 %.1f, median %.1f, q3 %.1f); pooled wait p99 "
-              "%.1f us, max %.1f us; errors %llu\n";
-    printf(fmt, c->control, o->threads, c->conns, (double)c->phase_ns / 1e6,
-           nblocks, counted_s > 0 ? (double)sum[KIND_D] / counted_s : 0,
+              "%.1f us, max %.1f us; gave up at phase end %llu; errors %llu\n";
+    printf(fmt, c->acquire ? "acquire" : "run", c->control, o->threads,
+           c->conns, (double)c->phase_ns / 1e6, nblocks,
+           counted_s > 0 ? (double)sum[KIND_D] / counted_s : 0,
            counted_s > 0 ? (double)sum[KIND_P] / counted_s : 0, total, q1, med,
            q3, q_us(q_hist_pct(&c->wait[KIND_P], 99)),
            q_us(q_hist_pct(&c->wait[KIND_P], 100)),
+           (unsigned long long)atomic_load(&c->gave_up),
            (unsigned long long)c->errors);
     free(ratio);
 }
@@ -236,6 +277,7 @@ int main(int argc, char **argv) {
     struct q_opts o = {.impl = "interleave"};
     double phase_ms = 25, settle_ms = 2;
     c.control = take_flag(&argc, argv, "--control");
+    c.acquire = take_flag(&argc, argv, "--acquire");
     if (take_ms(&argc, argv, "--phase-ms", &phase_ms) != 0 ||
         take_ms(&argc, argv, "--settle-ms", &settle_ms) != 0)
         return 2;
@@ -245,6 +287,7 @@ int main(int argc, char **argv) {
         "of --phase-ms (25): P threads each holding one connection (the\n"
         "dedicated baseline), then all T threads through tether_pool_run.\n"
         "--settle-ms (2) at the start of each phase are not counted.\n"
+        "--acquire: pooled phases acquire and release instead of run().\n"
         "--control: both kinds of phase dedicated (the method's A/A test).",
         &o);
     if (prc != 0)

@@ -578,6 +578,15 @@ TETHER_API void tether_retry_destroy(tether_retry *r);
 TETHER_API int tether_retry_run(tether_retry *r, unsigned flags,
                                 tether_op_fn fn, void *arg, tether_error *err);
 
+/* tether_retry_run_for is tether_retry_run with the caller's own deadline:
+ * the run ends within timeout_ms of its start (no attempt or pause is
+ * started that would overrun it; the policy's deadline still applies when
+ * sooner). -1 means the policy's deadline only; 0 allows one attempt whose
+ * timeout_ms is 0. A timeout_ms below -1 is TETHER_EINVAL. */
+TETHER_API int tether_retry_run_for(tether_retry *r, unsigned flags,
+                                    int64_t timeout_ms, tether_op_fn fn,
+                                    void *arg, tether_error *err);
+
 /* Counters of a policy, summed over all runs. */
 typedef struct tether_retry_stats {
     uint64_t runs;
@@ -974,6 +983,15 @@ typedef int (*tether_work_fn)(void *handle, void *arg,
 TETHER_API int tether_pool_run(tether_pool *p, unsigned flags,
                                tether_work_fn fn, void *arg,
                                tether_error *err);
+
+/* tether_pool_run_for is tether_pool_run within timeout_ms: waiting for a
+ * connection, every attempt and every pause end by then (the pool's retry
+ * deadline, by default its acquire timeout, still applies when sooner).
+ * -1 means the pool's own limits only; 0 takes an idle connection or fails
+ * at once with TETHER_ETIMEDOUT. For a caller with a request deadline. */
+TETHER_API int tether_pool_run_for(tether_pool *p, unsigned flags,
+                                   int64_t timeout_ms, tether_work_fn fn,
+                                   void *arg, tether_error *err);
 
 #define TETHER_HIST_BUCKETS 16
 

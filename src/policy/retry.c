@@ -249,11 +249,21 @@ static int64_t elapsed_ms(const run_state *x) {
     return (clock_ns(x) - x->start_ns) / TETHER__NS_PER_MS;
 }
 
-/* run_init readies x for a run that started at start_ns, nested in
- * another when nested is set (err is not touched). */
+/* run_limit_ms is a run's overall limit in ms: the policy's deadline, or
+ * the caller's timeout_ms (-1: none) when that is sooner; -1 for none. */
+static int64_t run_limit_ms(const tether_retry *r, int64_t timeout_ms) {
+    int64_t d = r->deadline_ms > 0 ? r->deadline_ms : -1;
+    if (timeout_ms >= 0 && (d < 0 || timeout_ms < d))
+        d = TETHER__MIN(timeout_ms, MAX_MS);
+    return d;
+}
+
+/* run_init readies x for a run that started at start_ns within limit_ms
+ * (-1: no deadline), nested in another when nested is set (err is not
+ * touched). */
 static void run_init(run_state *x, tether_retry *r, unsigned flags,
                      tether_op_fn fn, void *arg, tether_error *err,
-                     int64_t start_ns, int nested) {
+                     int64_t start_ns, int64_t limit_ms, int nested) {
     memset(x, 0, sizeof(*x));
     x->r = r;
     x->o = &r->o;
@@ -268,8 +278,8 @@ static void run_init(run_state *x, tether_retry *r, unsigned flags,
         BUMP(r, nested, 1);
     x->start_ns = start_ns;
     x->now_ns = x->start_ns;
-    x->has_deadline = r->deadline_ms > 0;
-    x->deadline_ns = x->start_ns + r->deadline_ms * TETHER__NS_PER_MS;
+    x->has_deadline = limit_ms >= 0;
+    x->deadline_ns = x->start_ns + limit_ms * TETHER__NS_PER_MS;
 }
 
 static void count_stop(tether_retry *r, tether_stop stop) {
@@ -540,14 +550,20 @@ static int run_loop(run_state *x) {
 /* run_fast makes the first attempt of an outermost run on a policy with
  * no breaker and the real clock, without the run state: on success it
  * costs two clock reads and one counter. A failure hands over to the full
- * loop in x, as if that attempt had been made by it. */
+ * loop in x, as if that attempt had been made by it. timeout_ms is the
+ * caller's limit (-1: the policy's deadline only). */
 TETHER__HOT static int run_fast(run_state *x, tether_retry *r, unsigned flags,
-                                tether_op_fn fn, void *arg, tether_error *err) {
+                                int64_t timeout_ms, tether_op_fn fn, void *arg,
+                                tether_error *err) {
     int64_t start = tether__mono_ns();
     tether_attempt a = {1, r->first_timeout_ms, -1};
-    if (r->deadline_ms > 0)
-        a.deadline_ms =
-            (start + r->deadline_ms * TETHER__NS_PER_MS) / TETHER__NS_PER_MS;
+    int64_t limit = r->deadline_ms > 0 ? r->deadline_ms : -1;
+    if (timeout_ms >= 0) {
+        limit = run_limit_ms(r, timeout_ms);
+        a.timeout_ms = attempt_timeout(&r->o, limit);
+    }
+    if (limit >= 0)
+        a.deadline_ms = (start + limit * TETHER__NS_PER_MS) / TETHER__NS_PER_MS;
     int rc = fn(arg, &a, err);
     if (rc >= 0) {
         if (r->budget)
@@ -558,7 +574,7 @@ TETHER__HOT static int run_fast(run_state *x, tether_retry *r, unsigned flags,
         BUMP(r, quick, 1);
         return 0;
     }
-    run_init(x, r, flags, fn, arg, err, start, 0);
+    run_init(x, r, flags, fn, arg, err, start, limit, 0);
     x->attempts = 1;
     x->permit = TETHER_PERMIT_CALL;
     BUMP(r, attempts, 1);
@@ -566,13 +582,16 @@ TETHER__HOT static int run_fast(run_state *x, tether_retry *r, unsigned flags,
     return rc < 0 ? rc : run_loop(x);
 }
 
-TETHER__HOT int tether_retry_run(tether_retry *r, unsigned flags,
-                                 tether_op_fn fn, void *arg,
-                                 tether_error *err) {
+TETHER__HOT int tether_retry_run_for(tether_retry *r, unsigned flags,
+                                     int64_t timeout_ms, tether_op_fn fn,
+                                     void *arg, tether_error *err) {
     tether_error scratch;
     if (!r || !fn)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "retry: %s is NULL", r ? "fn" : "policy");
+    if (timeout_ms < -1)
+        return bad(err, "timeout_ms", (long long)timeout_ms,
+                   "want -1 (the policy's deadline) or >= 0");
     if (!err)
         err = &scratch;
     tether_error_clear(err);
@@ -580,13 +599,20 @@ TETHER__HOT int tether_retry_run(tether_retry *r, unsigned flags,
     int rc;
     if (r->fast && run_depth == 0) {
         run_depth++;
-        rc = run_fast(&x, r, flags, fn, arg, err);
+        rc = run_fast(&x, r, flags, timeout_ms, fn, arg, err);
     } else {
         run_init(&x, r, flags, fn, arg, err,
-                 r->o.clock->now_ns(r->o.clock->ctx), run_depth > 0);
+                 r->o.clock->now_ns(r->o.clock->ctx),
+                 run_limit_ms(r, timeout_ms), run_depth > 0);
         run_depth++;
         rc = run_loop(&x);
     }
     run_depth--;
     return rc;
+}
+
+TETHER__HOT int tether_retry_run(tether_retry *r, unsigned flags,
+                                 tether_op_fn fn, void *arg,
+                                 tether_error *err) {
+    return tether_retry_run_for(r, flags, -1, fn, arg, err);
 }

@@ -48,10 +48,16 @@ TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
     return rc;
 }
 
+TETHER__HOT int tether_pool_run_for(tether_pool *p, unsigned flags,
+                                    int64_t timeout_ms, tether_work_fn fn,
+                                    void *arg, tether_error *err) {
+    run_ctx c = {p, fn, arg};
+    return tether_retry_run_for(p->retry, flags & TETHER_IDEMPOTENT, timeout_ms,
+                                run_once, &c, err);
+}
+
 TETHER__HOT int tether_pool_run(tether_pool *p, unsigned flags,
                                 tether_work_fn fn, void *arg,
                                 tether_error *err) {
-    run_ctx c = {p, fn, arg};
-    return tether_retry_run(p->retry, flags & TETHER_IDEMPOTENT, run_once, &c,
-                            err);
+    return tether_pool_run_for(p, flags, -1, fn, arg, err);
 }

@@ -858,6 +858,46 @@ static void test_run_retries_idempotent_only(void **state) {
     teardown(&f);
 }
 
+/* tether_pool_run_for: the caller's deadline bounds the wait for a
+ * connection (the pool's acquire timeout is 15 s) and the retries. */
+static void test_run_for_deadline(void **state) {
+    (void)state;
+    fixture f;
+    memset(&f, 0, sizeof f);
+    tether_sim_opts so;
+    tether_pool_opts po;
+    tether_sim_opts_init(&so);
+    tether_pool_opts_init(&po); /* real clock: the waits are real */
+    po.max_size = 1;
+    setup_with(&f, &so, &po);
+    tether_error err = {0};
+    work w = {0, 0};
+    assert_int_equal(
+        tether_pool_run_for(f.pool, TETHER_IDEMPOTENT, 0, use_conn, &w, &err),
+        TETHER_ETIMEDOUT); /* none idle yet, no time to connect */
+    tether_lease *held = must_acquire(f.pool);
+    const int64_t limits[] = {0, 80};
+    for (int i = 0; i < 2; i++) {
+        int64_t t0 = now_ms();
+        assert_int_equal(tether_pool_run_for(f.pool, TETHER_IDEMPOTENT,
+                                             limits[i], use_conn, &w, &err),
+                         TETHER_ETIMEDOUT);
+        int64_t took = now_ms() - t0;
+        assert_int_equal(err.stop, TETHER_STOP_DEADLINE);
+        assert_true(took >= limits[i]);
+        assert_true(took <= limits[i] + 30); /* a few ms on a busy box */
+    }
+    assert_int_equal(w.calls, 0);
+    tether_lease_release(held);
+    assert_int_equal(
+        tether_pool_run_for(f.pool, TETHER_IDEMPOTENT, 0, use_conn, &w, &err),
+        0); /* an idle connection needs no time */
+    assert_int_equal(w.calls, 1);
+    assert_int_equal(tether_pool_run_for(f.pool, 0, -2, use_conn, &w, &err),
+                     TETHER_EINVAL);
+    teardown(&f);
+}
+
 /* ---- metrics ------------------------------------------------------------- */
 
 static void test_prometheus_text(void **state) {
@@ -996,6 +1036,7 @@ int main(void) {
         cmocka_unit_test(test_close_during_releases),
         cmocka_unit_test(test_warmup_to_min_in_background),
         cmocka_unit_test(test_run_retries_idempotent_only),
+        cmocka_unit_test(test_run_for_deadline),
         cmocka_unit_test(test_prometheus_text),
         cmocka_unit_test(test_stress_no_double_lease),
     };

@@ -550,6 +550,84 @@ static void test_deadline_edges(void **state) {
     tether_vclock_destroy(f.vc);
 }
 
+/* The caller's own deadline (tether_retry_run_for) on the full loop: the
+ * sooner of it and the policy's wins. */
+static void test_run_for_deadline(void **state) {
+    (void)state;
+    fixture f;
+    fixture_init(&f);
+    f.o.max_attempts = 100;
+    f.o.backoff.base_ms = 300;
+    static const int codes[] = {TETHER_ECONNECT};
+    script s;
+    tether_error err = {0};
+    /* limit, policy deadline (0: none), calls, timeout of each call */
+    static const struct {
+        int64_t limit, policy;
+        int calls;
+        int64_t timeout[3];
+    } cases[] = {
+        {500, 1000, 2, {500, 100}},        /* caller sooner */
+        {500, 0, 2, {500, 100}},           /* the policy has none */
+        {5000, 1000, 3, {1000, 600, 200}}, /* policy sooner */
+        {-1, 1000, 3, {1000, 600, 200}},   /* the policy's alone */
+        {0, 1000, 1, {0}},                 /* one attempt, no time */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        f.o.deadline_ms = cases[k].policy;
+        tether_retry *r = make(&f.o);
+        script_init(&s, f.vc, codes, 1, 100);
+        int64_t t0 = vnow_ms(f.vc);
+        assert_int_equal(tether_retry_run_for(r, TETHER_IDEMPOTENT,
+                                              cases[k].limit, script_op, &s,
+                                              &err),
+                         TETHER_ECONNECT);
+        assert_int_equal(s.calls, cases[k].calls);
+        assert_int_equal(err.stop, TETHER_STOP_DEADLINE);
+        for (int i = 0; i < s.calls; i++) {
+            assert_int_equal(s.timeout_ms[i], cases[k].timeout[i]);
+            assert_int_equal(s.start_ms[i] - t0, 400 * i);
+        }
+        int64_t lim = cases[k].limit >= 0 && cases[k].limit < 1000
+                          ? cases[k].limit
+                          : cases[k].policy;
+        assert_int_equal(s.deadline_ms[0] - t0, lim);
+        tether_retry_destroy(r);
+    }
+    tether_retry *r = make(&f.o);
+    assert_int_equal(tether_retry_run_for(r, 0, -2, script_op, &s, &err),
+                     TETHER_EINVAL);
+    assert_non_null(strstr(err.message, "timeout_ms"));
+    tether_retry_destroy(r);
+    tether_vclock_destroy(f.vc);
+}
+
+static int record_op(void *arg, const tether_attempt *a, tether_error *err) {
+    (void)err;
+    *(tether_attempt *)arg = *a;
+    return 0;
+}
+
+/* The same limit on the fast path (real clock, no breaker): the first
+ * attempt's timeout is the sooner of the two. */
+static void test_run_for_fast_path(void **state) {
+    (void)state;
+    tether_retry_opts o;
+    tether_retry_opts_init(&o); /* deadline 30 s, real clock */
+    tether_retry *r = make(&o);
+    tether_attempt a;
+    tether_error err = {0};
+    int64_t before = tether_now_ms(NULL);
+    assert_int_equal(tether_retry_run_for(r, 0, 250, record_op, &a, &err), 0);
+    assert_int_equal(a.timeout_ms, 250);
+    assert_in_range(a.deadline_ms, before + 250, tether_now_ms(NULL) + 250);
+    assert_int_equal(tether_retry_run_for(r, 0, 60000, record_op, &a, &err), 0);
+    assert_int_equal(a.timeout_ms, 30000);
+    assert_int_equal(tether_retry_run(r, 0, record_op, &a, &err), 0);
+    assert_int_equal(a.timeout_ms, 30000);
+    tether_retry_destroy(r);
+}
+
 /* A randomized op that honours its timeout, for the deadline sweep. */
 typedef struct sweep {
     tether_vclock *vc;
@@ -1306,6 +1384,8 @@ int main(void) {
         cmocka_unit_test(test_max_attempts),
         cmocka_unit_test(test_deadline_fixed),
         cmocka_unit_test(test_deadline_edges),
+        cmocka_unit_test(test_run_for_deadline),
+        cmocka_unit_test(test_run_for_fast_path),
         cmocka_unit_test(test_deadline_never_overrun),
         cmocka_unit_test(test_attempt_timeout),
         cmocka_unit_test(test_idempotency_gate),
