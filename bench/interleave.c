@@ -1,39 +1,42 @@
 /* interleave.c - the pool's throughput against dedicated connections, on
- * the same threads, in alternating phases of one window (bench/run-query
- * runs it inside a scratch cluster):
+ * the same threads and the same server backends, in alternating phases of
+ * one window (bench/run-query runs it inside a scratch cluster):
  *
  *   bench_interleave --conninfo C [--threads T] [--pool P] [--seconds S]
  *                    [--phase-ms L] [--settle-ms S] [--acquire]
- *                    [--control] [--json]
+ *                    [--own-conns] [--control] [--json]
  *
- * The first P of the T threads each open a libpq connection of their own,
- * and a tether pool of P more connections (default 8) is filled, before
- * the window. The window is cut into phases of L ms (default 25), in the
- * order D P P D D P P D ... so that neither kind always comes first:
+ * A tether pool of P connections (default 8) is filled before the window.
+ * The window is cut into phases of L ms (default 25), in the order
+ * D P P D D P P D ... so that neither kind always comes first:
  *
- *   D (dedicated): the first P threads loop SELECT 1 on their own
- *     connection with PQexec (query_dedicated's loop); the other T-P
- *     threads sleep until the phase ends. The pool's connections idle.
+ *   D (dedicated): each of the first P threads takes one pool connection
+ *     for the whole phase and loops SELECT 1 on it with PQexec
+ *     (query_dedicated's loop); the other T-P threads sleep until the
+ *     phase ends. With --own-conns the first P threads use libpq
+ *     connections of their own instead, opened before the window.
  *   P (pooled): all T threads loop SELECT 1 through tether_pool_run_for,
  *     one acquire and release per statement (with --acquire:
- *     tether_pool_acquire, PQexec, tether_lease_release). The dedicated
- *     connections idle.
+ *     tether_pool_acquire, PQexec, tether_lease_release).
  *
- * Both kinds run on the same client threads, against the same server, in
- * the same moments of the machine's noise, interleaved every L ms, so
- * what differs is the pool's work per statement (and, with T > P, its
- * waiting and hand-overs). Each pooled call's limit is the end of its
- * phase (rounded up to the ms): a caller still queued then gives up with
- * TETHER_ETIMEDOUT, which is not counted as an error, so no pooled caller
- * spills into the next phase; a call served after its phase ended does no
- * statement. The first settle ms (default 2) of each phase are not counted:
- * they hold the switch between kinds. The ratio is pooled ops / dedicated
- * ops over the counted time; its spread is shown over blocks of four
- * phases (D P P D). Waits for a connection in pooled phases are timed like
- * tether bench query's: from the call to the start of the work, over the
- * calls that were served. With --control the P phases run exactly as the D
- * phases do (an A/A test): its ratio shows how far apart two identical
- * kinds land, the method's own error. */
+ * Both kinds run on the same client threads, against the same server
+ * backends, in the same moments of the machine's noise, interleaved every
+ * L ms, so what differs is the pool's work per statement (and, with T > P,
+ * its waiting and hand-overs). With --own-conns the two kinds use
+ * different backends, and where the scheduler placed those moved the
+ * ratio by up to 10 % from one cluster to the next (bench/README.md).
+ * Each pooled call's limit is the end of its phase (rounded up to the
+ * ms): a caller still queued then gives up with TETHER_ETIMEDOUT, which is
+ * not counted as an error, so no pooled caller spills into the next phase;
+ * a call served after its phase ended does no statement. The first settle
+ * ms (default 2) of each phase are not counted: they hold the switch
+ * between kinds. The ratio is pooled ops / dedicated ops over the counted
+ * time; its spread is shown over blocks of four phases (D P P D). Waits
+ * for a connection in pooled phases are timed like tether bench query's:
+ * from the call to the start of the work, over the calls that were served.
+ * With --control the P phases run exactly as the D phases do (an A/A
+ * test): its ratio shows how far apart two identical kinds land, the
+ * method's own error. */
 #include "peers/query_common.c"
 
 #include <tether.h>
@@ -53,8 +56,9 @@ struct inter {
     _Atomic uint64_t t0;         /* the first phase's start */
     _Atomic uint64_t *phase_ops; /* counted ops per phase */
     int nphases;
-    int control; /* 1: pooled phases run as dedicated ones (A/A) */
-    int acquire; /* 1: pooled phases acquire and release, not run() */
+    int control;   /* 1: pooled phases run as dedicated ones (A/A) */
+    int acquire;   /* 1: pooled phases acquire and release, not run() */
+    int own_conns; /* 1: dedicated phases on libpq connections of their own */
     pthread_mutex_t lock;
     struct q_hist wait[2]; /* pooled phases: wait; dedicated: unused */
     uint64_t errors;
@@ -98,9 +102,33 @@ static int work(void *handle, void *arg, const tether_attempt *a,
                                   "SELECT 1 failed");
 }
 
-/* A dedicated phase k: loop on this thread's own connection. */
-static void dedicated_phase(struct inter *c, struct q_thread *t, PGconn *conn,
+/* The ms left until phase k ends, rounded up: a pooled call's limit, so
+ * that no caller still waits for a connection in the next phase. */
+static int64_t left_ms(const struct inter *c, uint64_t k, uint64_t now) {
+    uint64_t end = c->t0 + (k + 1) * c->phase_ns;
+    return now >= end ? 0 : (int64_t)((end - now + 999999) / 1000000);
+}
+
+/* A dedicated phase k: loop PQexec on one connection for the whole
+ * phase: this thread's own (--own-conns), or by default one held from the
+ * pool from the phase's start to its end, so that both kinds of phase
+ * use the same server backends. */
+static void dedicated_phase(struct inter *c, struct q_thread *t, PGconn *own,
                             uint64_t k) {
+    tether_lease *l = NULL;
+    PGconn *conn = own;
+    if (!conn) {
+        tether_error err;
+        int rc = tether_pool_acquire(c->pool, left_ms(c, k, bench_now_ns()), &l,
+                                     &err);
+        if (rc != 0) {
+            if (rc != TETHER_ETIMEDOUT)
+                t->errors++;
+            bench_sleep_until(c->t0 + (k + 1) * c->phase_ns);
+            return;
+        }
+        conn = tether_lease_handle(l);
+    }
     for (;;) {
         uint64_t now = bench_now_ns();
         if (q_should_stop() || phase_of(c, now) != k)
@@ -110,13 +138,8 @@ static void dedicated_phase(struct inter *c, struct q_thread *t, PGconn *conn,
         else
             t->errors++;
     }
-}
-
-/* The ms left until phase k ends, rounded up: a pooled call's limit, so
- * that no caller still waits for a connection in the next phase. */
-static int64_t left_ms(const struct inter *c, uint64_t k, uint64_t now) {
-    uint64_t end = c->t0 + (k + 1) * c->phase_ns;
-    return now >= end ? 0 : (int64_t)((end - now + 999999) / 1000000);
+    if (l)
+        tether_lease_release(l);
 }
 
 /* One pooled statement in acquire mode: acquire, SELECT 1, release. */
@@ -160,9 +183,10 @@ static void *worker(void *arg) {
     struct inter *c = t->ctx;
     char why[256] = "";
     PGconn *conn = NULL;
-    if ((int)t->index < c->conns)
+    int holder = (int)t->index < c->conns; /* runs the dedicated phases */
+    if (holder && c->own_conns)
         conn = q_connect(c->conninfo, why, sizeof why);
-    if (!q_start(t, (int)t->index >= c->conns || conn ? NULL : why)) {
+    if (!q_start(t, !c->own_conns || !holder || conn ? NULL : why)) {
         PQfinish(conn);
         return NULL;
     }
@@ -172,7 +196,7 @@ static void *worker(void *arg) {
         uint64_t k = phase_of(c, bench_now_ns());
         if (kind_of(k) == KIND_P && !c->control)
             pooled_phase(c, t, k);
-        else if (conn)
+        else if (holder)
             dedicated_phase(c, t, conn, k);
         else
             bench_sleep_until(c->t0 + (k + 1) * c->phase_ns);
@@ -214,23 +238,21 @@ static void report(const struct q_opts *o, struct inter *c, int phases) {
         (double)nblocks * 2 * (double)(c->phase_ns - c->settle_ns) / 1e9;
     const char *fmt =
         o->json
-            ? "{\"bench\":\"interleave\",\"mode\":\"%s\",\"control\":%d,"
-              "\"threads\":%d,"
-              "\"pool\":%d,"
-              "\"phase_ms\":%.1f,\"blocks\":%d,\"dedicated_ops_per_sec\":%.0f,"
+            ? "{\"bench\":\"interleave\",\"mode\":\"%s\",\"dedicated\":\"%s\","
+              "\"control\":%d,\"threads\":%d,\"pool\":%d,\"phase_ms\":%.1f,"
+              "\"blocks\":%d,\"dedicated_ops_per_sec\":%.0f,"
               "\"pooled_ops_per_sec\":%.0f,\"ratio_pct\":%.2f,"
               "\"block_ratio_q1_pct\":%.2f,\"block_ratio_median_pct\":%.2f,"
               "\"block_ratio_q3_pct\":%.2f,\"wait_p99_us\":%.1f,"
               "\"wait_max_us\":%.1f,\"gave_up_at_phase_end\":%llu,"
               "\"errors\":%llu}\n"
-            : "interleave mode=%s control=%d threads=%d pool=%d phase %.1f "
-              "ms, %d "
-              "blocks: "
-              "dedicated %.0f ops/s, pooled %.0f ops/s, ratio %.2f %% "
+            : "interleave mode=%s dedicated=%s control=%d threads=%d pool=%d "
+              "phase %.1f ms, %d blocks: dedicated %.0f ops/s, pooled %.0f "
+              "ops/s, ratio %.2f %% "
               "(blocks: q1 %.1f, median %.1f, q3 %.1f); pooled wait p99 "
               "%.1f us, max %.1f us; gave up at phase end %llu; errors %llu\n";
-    printf(fmt, c->acquire ? "acquire" : "run", c->control, o->threads,
-           c->conns, (double)c->phase_ns / 1e6, nblocks,
+    printf(fmt, c->acquire ? "acquire" : "run", c->own_conns ? "own" : "held",
+           c->control, o->threads, c->conns, (double)c->phase_ns / 1e6, nblocks,
            counted_s > 0 ? (double)sum[KIND_D] / counted_s : 0,
            counted_s > 0 ? (double)sum[KIND_P] / counted_s : 0, total, q1, med,
            q3, q_us(q_hist_pct(&c->wait[KIND_P], 99)),
@@ -278,6 +300,7 @@ int main(int argc, char **argv) {
     double phase_ms = 25, settle_ms = 2;
     c.control = take_flag(&argc, argv, "--control");
     c.acquire = take_flag(&argc, argv, "--acquire");
+    c.own_conns = take_flag(&argc, argv, "--own-conns");
     if (take_ms(&argc, argv, "--phase-ms", &phase_ms) != 0 ||
         take_ms(&argc, argv, "--settle-ms", &settle_ms) != 0)
         return 2;
@@ -288,6 +311,8 @@ int main(int argc, char **argv) {
         "dedicated baseline), then all T threads through tether_pool_run.\n"
         "--settle-ms (2) at the start of each phase are not counted.\n"
         "--acquire: pooled phases acquire and release instead of run().\n"
+        "--own-conns: dedicated phases on P libpq connections of their own\n"
+        "(default: P connections held from the pool for the whole phase).\n"
         "--control: both kinds of phase dedicated (the method's A/A test).",
         &o);
     if (prc != 0)
