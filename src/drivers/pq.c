@@ -987,7 +987,7 @@ TETHER__HOT static int pq_alive(void *conn, int probe) {
             return 0;
         check_role(c); /* a report that came while idle */
     }
-    return 1;
+    return c->fatal ? TETHER__FATAL_SEEN : 1;
 }
 
 static int pq_validate(void *conn, int64_t timeout_ms, tether_error *err) {

@@ -505,7 +505,11 @@ static int sim_alive(void *conn, int probe) {
         bump(&c->probes);
     if (c->faults & FAULT_IDLE)
         maybe_break(c, c->sim->o.break_idle_rate);
-    return !is_broken(c);
+    if (is_broken(c))
+        return 0;
+    return atomic_load_explicit(&c->fatal, memory_order_relaxed)
+               ? TETHER__FATAL_SEEN
+               : 1;
 }
 
 static int sim_validate(void *conn, int64_t timeout_ms, tether_error *err) {

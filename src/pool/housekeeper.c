@@ -170,8 +170,8 @@ static int inspect_idle(tether_pool *p, tether_lease *s, int64_t now,
         tether__pool_discard(p, s, CLOSE_IDLE);
     } else if (tether__pool_retire_due(p, s, now)) {
         tether__pool_discard(p, s, CLOSE_LIFETIME);
-    } else if (!p->drv->alive(s->conn, 1)) {
-        tether__pool_discard(p, s, CLOSE_BROKEN);
+    } else if (!tether__pool_still_up(p, s, 1)) {
+        /* closed */
     } else if (p->o.keepalive_ms > 0 &&
                now - s->checked_ms >= p->o.keepalive_ms) {
         return 1;

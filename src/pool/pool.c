@@ -357,10 +357,8 @@ TETHER__HOT static int checkout(tether_pool *p, tether_lease *s,
         tether__pool_discard(p, s, CLOSE_LIFETIME);
         return -1;
     }
-    if (!p->drv->alive(s->conn, ns - s->released_ns >= p->probe_idle_ns)) {
-        tether__pool_discard(p, s, CLOSE_BROKEN);
+    if (!tether__pool_still_up(p, s, ns - s->released_ns >= p->probe_idle_ns))
         return -1;
-    }
     if (now - s->checked_ms > p->validate_idle_ms) {
         int64_t t0 = tether__mono_ns();
         int bad = p->drv->validate(s->conn, p->o.validate_timeout_ms, NULL);
@@ -370,6 +368,8 @@ TETHER__HOT static int checkout(tether_pool *p, tether_lease *s,
             tether__pool_discard(p, s, CLOSE_VALIDATION);
             return -1;
         }
+        if (!tether__pool_still_up(p, s, 0)) /* a role change it reported */
+            return -1;
         s->checked_ms = now;
         validated = 1;
     }
@@ -380,6 +380,23 @@ TETHER__HOT static int checkout(tether_pool *p, tether_lease *s,
         atomic_store_explicit(&s->acquired_ms, now, memory_order_release);
     }
     return validated;
+}
+
+void tether__pool_fatal(tether_pool *p) {
+    tether_pool_clear(p);
+    if (p->o.connector)
+        tether_connector_invalidate(p->o.connector);
+}
+
+int tether__pool_still_up(tether_pool *p, tether_lease *s, int probe) {
+    int up = p->drv->alive(s->conn, probe);
+    if (up == 1)
+        return 1;
+    if (up == TETHER__FATAL_SEEN)
+        tether__pool_fatal(p);
+    tether__pool_discard(
+        p, s, up == TETHER__FATAL_SEEN ? CLOSE_CLEARED : CLOSE_BROKEN);
+    return 0;
 }
 
 void tether__pool_discard(tether_pool *p, tether_lease *s, close_reason why) {
@@ -707,9 +724,7 @@ TETHER__HOT static close_reason release_verdict(tether_pool *p,
     if (rc < 0)
         return CLOSE_RESET;
     if (rc == TETHER__FATAL) { /* shutdown, failover: all are suspect */
-        tether_pool_clear(p);
-        if (p->o.connector)
-            tether_connector_invalidate(p->o.connector);
+        tether__pool_fatal(p);
         return CLOSE_CLEARED;
     }
     if (s->gen != atomic_load_explicit(&p->gen, memory_order_relaxed))

@@ -127,6 +127,19 @@ int64_t tether__pool_now(const tether_pool *p);
  * owns s (USED, RESERVED or CREATING with a connection). */
 void tether__pool_discard(tether_pool *p, tether_lease *s, close_reason why);
 
+/* tether__pool_fatal reacts to a fatal server event seen on one of p's
+ * connections (shutdown, failover, role change): every connection is
+ * suspect, so p is cleared and its connector forgets what it knew of the
+ * hosts' roles. */
+void tether__pool_fatal(tether_pool *p);
+
+/* tether__pool_still_up runs the driver's cheap liveness check on s
+ * (owned; probe: also look at the socket). Returns 1 when s may be handed
+ * out; otherwise s is closed, as broken, or as cleared after a fatal
+ * server event, which clears p too (tether__pool_fatal), and 0 is
+ * returned. */
+int tether__pool_still_up(tether_pool *p, tether_lease *s, int probe);
+
 /* tether__pool_retire_due says whether s, owned, is past its lifetime at
  * now and the spacing of retirements allows one now (it then books the
  * next retirement no sooner than retire_gap_ms later). */

@@ -33,15 +33,15 @@ TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
         /* A write reached a read-only server (a standby, or a primary
          * demoted by a failover): it was refused, so nothing happened.
          * Forget every connection and re-route through the connector. */
-        tether_pool_clear(p);
-        if (p->o.connector)
-            tether_connector_invalidate(p->o.connector);
+        tether__pool_fatal(p);
         if (err) {
             err->cls = TETHER_CLASS_TRANSIENT;
             err->not_sent = 1;
         }
     }
-    if (rc == TETHER_EBROKEN || !p->drv->alive(l->conn, 1))
+    /* A connection that saw a fatal event goes back: its release clears
+     * the pool (the reset reports it). */
+    if (rc == TETHER_EBROKEN || p->drv->alive(l->conn, 1) == 0)
         tether__pool_discard(p, l, CLOSE_BROKEN);
     else
         tether_lease_release(l);

@@ -482,7 +482,8 @@ static void test_promotion_marks_fatal(void **state) {
            mono_ms() - t0);
     assert_int_equal(rc, TETHER__FATAL);
     assert_int_equal(DRV->role(conn), TETHER__ROLE_PRIMARY);
-    assert_int_equal(DRV->alive(conn, 1), 1);
+    /* up, not broken, but never to be handed out again */
+    assert_int_equal(DRV->alive(conn, 1), TETHER__FATAL_SEEN);
     assert_int_equal(DRV->validate(conn, 5000, &err), 0);
     assert_int_equal(DRV->reset(conn, NULL, &err), TETHER__FATAL);
     DRV->close(conn);

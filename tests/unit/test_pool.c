@@ -494,6 +494,33 @@ static void test_fatal_error_clears_pool(void **state) {
     teardown(&f);
 }
 
+/* A fatal event (a role change reported while idle) seen by the liveness
+ * check at checkout: that connection is not handed out, and the pool is
+ * cleared, so the acquire gets a new connection. */
+static void test_fatal_seen_at_checkout(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 4);
+    tether_lease *a = must_acquire(f.pool), *b = must_acquire(f.pool);
+    void *old_a = tether_lease_handle(a), *old_b = tether_lease_handle(b);
+    tether_lease_release(a);
+    tether_lease_release(b);
+    tether_sim_fatal_all(f.sim); /* both idle when the server changes role */
+    tether_lease *c = must_acquire(f.pool);
+    assert_ptr_not_equal(tether_lease_handle(c), old_a);
+    assert_ptr_not_equal(tether_lease_handle(c), old_b);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.closed_cleared, 2); /* the one checked and the other */
+    assert_int_equal(m.closed_broken, 0);
+    assert_int_equal(m.created, 3);
+    assert_int_equal(m.total, 1);
+    tether_lease_release(c); /* a new connection: no fatal event, kept */
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.idle, 1);
+    teardown(&f);
+}
+
 /* ---- housekeeping: idle timeout, lifetime, keepalive, leaks -------------- */
 
 static void test_idle_timeout_randomized_and_min_kept(void **state) {
@@ -1025,6 +1052,7 @@ int main(void) {
         cmocka_unit_test(test_reset_failure_discards),
         cmocka_unit_test(test_clear_generations),
         cmocka_unit_test(test_fatal_error_clears_pool),
+        cmocka_unit_test(test_fatal_seen_at_checkout),
         cmocka_unit_test(test_idle_timeout_randomized_and_min_kept),
         cmocka_unit_test(test_lifetime_spaced_and_never_in_use),
         cmocka_unit_test(test_keepalive_validates_idle),

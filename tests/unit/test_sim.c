@@ -517,7 +517,9 @@ static void test_fatal_all(void **state) {
     assert_int_equal(d->reset(a, NULL, NULL), TETHER__FATAL);
     assert_int_equal(d->reset(b, NULL, NULL), TETHER__FATAL);
     assert_int_equal(d->reset(c, NULL, NULL), 0);
-    assert_int_equal(d->alive(a, 1), 1); /* fatal is not broken */
+    /* up (not broken), but not to be handed out */
+    assert_int_equal(d->alive(a, 1), TETHER__FATAL_SEEN);
+    assert_int_equal(d->alive(c, 1), 1);
     close_conn(a);
     close_conn(b);
     close_conn(c);
