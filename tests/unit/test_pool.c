@@ -502,13 +502,12 @@ static void test_fatal_seen_at_checkout(void **state) {
     fixture f;
     setup_virtual(&f, 4);
     tether_lease *a = must_acquire(f.pool), *b = must_acquire(f.pool);
-    void *old_a = tether_lease_handle(a), *old_b = tether_lease_handle(b);
     tether_lease_release(a);
     tether_lease_release(b);
     tether_sim_fatal_all(f.sim); /* both idle when the server changes role */
     tether_lease *c = must_acquire(f.pool);
-    assert_ptr_not_equal(tether_lease_handle(c), old_a);
-    assert_ptr_not_equal(tether_lease_handle(c), old_b);
+    /* Both old ones closed as cleared, the lease is a third connection
+     * (handles cannot tell: a new one may reuse a freed address). */
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.closed_cleared, 2); /* the one checked and the other */
