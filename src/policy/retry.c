@@ -556,12 +556,10 @@ TETHER__HOT static int run_fast(run_state *x, tether_retry *r, unsigned flags,
                                 int64_t timeout_ms, tether_op_fn fn, void *arg,
                                 tether_error *err) {
     int64_t start = tether__mono_ns();
-    tether_attempt a = {1, r->first_timeout_ms, -1};
-    int64_t limit = r->deadline_ms > 0 ? r->deadline_ms : -1;
-    if (timeout_ms >= 0) {
-        limit = run_limit_ms(r, timeout_ms);
-        a.timeout_ms = attempt_timeout(&r->o, limit);
-    }
+    int64_t limit = run_limit_ms(r, timeout_ms);
+    tether_attempt a = {
+        1, timeout_ms < 0 ? r->first_timeout_ms : attempt_timeout(&r->o, limit),
+        -1};
     if (limit >= 0)
         a.deadline_ms = (start + limit * TETHER__NS_PER_MS) / TETHER__NS_PER_MS;
     int rc = fn(arg, &a, err);

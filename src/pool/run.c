@@ -39,11 +39,9 @@ TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
             err->not_sent = 1;
         }
     }
-    /* A connection that saw a fatal event goes back: its release clears
-     * the pool (the reset reports it). */
-    if (rc == TETHER_EBROKEN || p->drv->alive(l->conn, 1) == 0)
+    if (rc == TETHER_EBROKEN)
         tether__pool_discard(p, l, CLOSE_BROKEN);
-    else
+    else if (tether__pool_still_up(p, l, 1)) /* else closed, maybe cleared */
         tether_lease_release(l);
     return rc;
 }

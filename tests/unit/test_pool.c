@@ -49,6 +49,14 @@ static void virtual_opts(fixture *f, int64_t start_ms, tether_sim_opts *so,
     po->clock = tether_vclock_clock(f->vc);
 }
 
+/* Default options for a pool and a sim on the real clock; the caller
+ * tunes them and calls setup_with. */
+static void real_opts(fixture *f, tether_sim_opts *so, tether_pool_opts *po) {
+    memset(f, 0, sizeof(*f));
+    tether_sim_opts_init(so);
+    tether_pool_opts_init(po);
+}
+
 /* A pool on a virtual clock with max connections. */
 static void setup_virtual(fixture *f, int max) {
     tether_sim_opts so;
@@ -224,11 +232,9 @@ static void wait_for_waiters(tether_pool *p, int n) {
  * and in barging mode (barging only lets *arrivals* pass). */
 static void check_fifo(int64_t barge_us) {
     fixture f;
-    memset(&f, 0, sizeof(f));
     tether_sim_opts so;
-    tether_sim_opts_init(&so);
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
+    real_opts(&f, &so, &po);
     po.max_size = 1;
     po.barge_limit_us = barge_us;
     setup_with(&f, &so, &po);
@@ -297,11 +303,9 @@ static void test_head_polls_idle(void **state) {
 static void test_queue_full(void **state) {
     (void)state;
     fixture f;
-    memset(&f, 0, sizeof(f));
     tether_sim_opts so;
-    tether_sim_opts_init(&so);
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
+    real_opts(&f, &so, &po);
     po.max_size = 1;
     po.max_waiters = 2;
     setup_with(&f, &so, &po);
@@ -822,11 +826,9 @@ static void test_close_during_releases(void **state) {
 static void test_warmup_to_min_in_background(void **state) {
     (void)state;
     fixture f;
-    memset(&f, 0, sizeof(f));
     tether_sim_opts so;
-    tether_sim_opts_init(&so);
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
+    real_opts(&f, &so, &po);
     po.min_size = 4;
     po.max_size = 8;
     setup_with(&f, &so, &po);
@@ -889,11 +891,9 @@ static void test_run_retries_idempotent_only(void **state) {
 static void test_run_for_deadline(void **state) {
     (void)state;
     fixture f;
-    memset(&f, 0, sizeof f);
     tether_sim_opts so;
     tether_pool_opts po;
-    tether_sim_opts_init(&so);
-    tether_pool_opts_init(&po); /* real clock: the waits are real */
+    real_opts(&f, &so, &po);
     po.max_size = 1;
     setup_with(&f, &so, &po);
     tether_error err = {0};
@@ -989,16 +989,14 @@ static void *stress_main(void *arg) {
 static void test_stress_no_double_lease(void **state) {
     (void)state;
     fixture f;
-    memset(&f, 0, sizeof(f));
     tether_sim_opts so;
-    tether_sim_opts_init(&so);
+    tether_pool_opts po;
+    real_opts(&f, &so, &po);
     so.break_in_use_rate = 0.01;
     so.break_idle_rate = 0.005;
     so.reset_fail_rate = 0.005;
     so.refuse_rate = 0.02;
     so.seed = 99;
-    tether_pool_opts po;
-    tether_pool_opts_init(&po);
     po.max_size = STRESS_POOL;
     po.use_breaker = 0; /* refusals must not block everything */
     po.validate_idle_ms = 0;
