@@ -1,5 +1,7 @@
 /* housekeeper.c - one background thread for every pool in the process: it
- * publishes the coarse time the acquire fast path reads (every 10 ms) and
+ * publishes the coarse time the acquire fast path reads (every 10 ms), on
+ * the same tick hands a connection left idle to a first waiter that is
+ * overdue and not polling (pool.c, handoff), and
  * every 100 ms runs a housekeeping pass over each pool: idle timeout,
  * spaced lifetime retirement, leak reports, keepalive of long-idle
  * connections and refill to min_size. The pass itself never blocks on the
@@ -227,10 +229,14 @@ static void *hk_main(void *arg) {
     while (hk_running && hk_gen == mine) {
         atomic_store_explicit(&tether__ticker, mono_ms(CLOCK_MONOTONIC),
                               memory_order_relaxed);
-        if (++tick % PASS_EVERY == 0)
-            for (tether_pool *p = hk_pools; p; p = p->hk_next)
-                if (p->real_clock)
-                    tether__pool_housekeep(p);
+        int pass = ++tick % PASS_EVERY == 0;
+        for (tether_pool *p = hk_pools; p; p = p->hk_next) {
+            if (!p->real_clock)
+                continue;
+            tether__pool_serve_head(p);
+            if (pass)
+                tether__pool_housekeep(p);
+        }
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += TICK_MS * 1000000L;

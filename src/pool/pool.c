@@ -241,16 +241,19 @@ static void queue_push(tether_pool *p, waiter *w) {
     atomic_fetch_add(&p->waiters, 1); /* seq_cst: see put_idle */
 }
 
-static void queue_remove(tether_pool *p, waiter *w) {
+/* Take w out of the queue. A new first waiter's time of being passed over
+ * starts now; in barging mode wake_next wakes it to start polling for idle
+ * connections (sleep_turn). */
+static void queue_remove(tether_pool *p, waiter *w, int wake_next) {
     if (w->prev) {
         w->prev->next = w->next;
     } else {
-        /* A new head: its time of being passed over starts now, and it
-         * starts polling for idle connections (barging mode). */
         p->head = w->next;
         atomic_store(&p->head_since_ns, p->head ? tether__mono_ns() : 0);
-        if (p->head && p->o.barge_limit_us > 0)
+        int poll = p->head && p->o.barge_limit_us > 0;
+        if (poll && wake_next)
             pthread_cond_signal(&p->head->cv);
+        atomic_store(&p->head_unarmed, poll && !wake_next);
     }
     if (w->next)
         w->next->prev = w->prev;
@@ -267,7 +270,7 @@ static void grant_capacity_locked(tether_pool *p) {
     while (p->head && p->total < p->o.max_size &&
            p->creating < p->o.max_creating) {
         waiter *w = p->head;
-        queue_remove(p, w);
+        queue_remove(p, w, 1);
         p->total++;
         p->creating++;
         w->wake = WAKE_CREATE;
@@ -316,6 +319,12 @@ TETHER__HOT static tether_lease *take_idle(tether_pool *p) {
             return s;
     }
     return NULL;
+}
+
+/* The connection this thread released last to p, or NULL. */
+static const tether_lease *last_used(const tether_pool *p) {
+    const tls_entry *t = &tls_cache[p->id % TLS_WAYS];
+    return t->pool_id == p->id ? t->slot : NULL;
 }
 
 TETHER__HOT static void remember(tether_pool *p, tether_lease *s) {
@@ -418,19 +427,67 @@ void tether__pool_discard(tether_pool *p, tether_lease *s, close_reason why) {
     pthread_mutex_unlock(&p->lock);
 }
 
-/* Give an owned slot to the first waiter. Returns 1 if one took it. */
+/* Whether the first waiter w takes slot s now. In barging mode it would
+ * rather have the connection it used last (same server session, and on a
+ * shared host the scheduler keeps its thread beside that backend): it
+ * waits for it until passed over for 2 x barge_limit_us, then takes any. */
+static int head_takes(tether_pool *p, const waiter *w, const tether_lease *s) {
+    if (p->o.barge_limit_us == 0 || !w->last || w->last == s)
+        return 1;
+    int64_t since =
+        atomic_load_explicit(&p->head_since_ns, memory_order_relaxed);
+    return tether__mono_ns() - since >= 2 * p->o.barge_limit_us * 1000;
+}
+
+/* Whether the housekeeper's tick serves this pool's first waiter. */
+static int housekept(const tether_pool *p) {
+    return p->real_clock &&
+           atomic_load_explicit(&tether__ticker_on, memory_order_relaxed);
+}
+
+/* Give an owned slot to the first waiter. Returns 1 if it took it, 0 if
+ * nobody waits, -1 if the first waiter waits for its own last connection. The
+ * new first waiter is not woken to poll when the housekeeper serves it: a
+ * wake-up at every hand-over costs a sleep and a switch, measured at 4 % of
+ * throughput (docs/pool.md). */
 static int handoff(tether_pool *p, tether_lease *s) {
-    int done = 0;
     pthread_mutex_lock(&p->lock);
     waiter *w = p->head;
-    if (w) {
-        queue_remove(p, w);
+    int rc = w ? (head_takes(p, w, s) ? 1 : -1) : 0;
+    if (rc > 0) {
+        queue_remove(p, w, !housekept(p));
         w->given = s;
         pthread_cond_signal(&w->cv);
-        done = 1;
     }
     pthread_mutex_unlock(&p->lock);
-    return done;
+    return rc;
+}
+
+/* Whether a slot other than s is out (in use, being created or checked):
+ * its return will come through tether__pool_put_idle. */
+static int others_out(const tether_pool *p, const tether_lease *s) {
+    for (int i = 0; i < p->nslots; i++) {
+        const tether_lease *o = &p->slots[i];
+        int st = atomic_load_explicit(&o->state, memory_order_relaxed);
+        if (o != s && st != SLOT_IDLE && st != SLOT_FREE)
+            return 1;
+    }
+    return 0;
+}
+
+/* Slot s was left idle while the first waiter, made first by a hand-over,
+ * is not polling. While other connections are out, their releases hand
+ * over once it is overdue (and the housekeeper's tick backs that up); when
+ * none is, no release will come (a burst has ended): wake it to poll. */
+static void wake_unarmed_head(tether_pool *p, const tether_lease *s) {
+    if (others_out(p, s))
+        return;
+    pthread_mutex_lock(&p->lock);
+    if (p->head && atomic_load(&p->head_unarmed)) {
+        atomic_store(&p->head_unarmed, 0);
+        pthread_cond_signal(&p->head->cv);
+    }
+    pthread_mutex_unlock(&p->lock);
 }
 
 TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
@@ -438,12 +495,15 @@ TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
         tether__pool_discard(p, s, CLOSE_SHUTDOWN); /* never idle again */
         return;
     }
-    if (head_overdue(p) && handoff(p, s))
+    int h = head_overdue(p) ? handoff(p, s) : 0;
+    if (h > 0)
         return;
     /* The exchange is a full barrier: either a waiter that queued before it
      * is seen below, or that waiter's own rescan (after it queued) sees
      * this slot idle. In barging mode the first waiter also polls every
-     * 2 x barge_limit_us, so no wake-up is lost for longer than that. */
+     * 2 x barge_limit_us; one made first by a hand-over is woken below
+     * when no other connection is out, else the housekeeper's tick serves
+     * it (tether__pool_serve_head). */
     atomic_exchange(&s->state, SLOT_IDLE);
     /* A close that began after the check above may have swept the idle
      * slots already and now waits for this one: take it back and close it
@@ -454,14 +514,32 @@ TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
             tether__pool_discard(p, s, CLOSE_SHUTDOWN);
         return;
     }
-    while (head_overdue(p)) {
+    while (h == 0 && head_overdue(p)) {
         int e = SLOT_IDLE;
         if (!atomic_compare_exchange_strong(&s->state, &e, SLOT_USED))
             return; /* someone took it */
-        if (handoff(p, s))
+        if ((h = handoff(p, s)) > 0)
             return;
         atomic_exchange(&s->state, SLOT_IDLE);
     }
+    if (atomic_load_explicit(&p->waiters, memory_order_relaxed) > 0 &&
+        atomic_load_explicit(&p->head_unarmed, memory_order_relaxed))
+        wake_unarmed_head(p, s);
+}
+
+void tether__pool_serve_head(tether_pool *p) {
+    if (!head_overdue(p))
+        return;
+    pthread_mutex_lock(&p->lock);
+    tether_lease *want = p->head ? (tether_lease *)p->head->last : NULL;
+    pthread_mutex_unlock(&p->lock);
+    int e = SLOT_IDLE;
+    tether_lease *s =
+        want && atomic_compare_exchange_strong(&want->state, &e, SLOT_USED)
+            ? want
+            : take_idle(p);
+    if (s)
+        tether__pool_put_idle(p, s);
 }
 
 /* ---- creating connections ------------------------------------------------ */
@@ -568,9 +646,11 @@ static void unreserve(tether_pool *p) {
 static int sleep_turn(acq *a, waiter *w) {
     tether_pool *p = a->p;
     int64_t until = a->deadline_ns;
-    if (p->head == w && p->o.barge_limit_us > 0)
+    if (p->head == w && p->o.barge_limit_us > 0) {
         until = TETHER__MIN(until,
                             tether__mono_ns() + 2 * p->o.barge_limit_us * 1000);
+        atomic_store(&p->head_unarmed, 0);
+    }
     struct timespec ts = {(time_t)(until / 1000000000LL),
                           (long)(until % 1000000000LL)};
     pthread_cond_timedwait(&w->cv, &p->lock, &ts);
@@ -588,6 +668,7 @@ static int wait_turn(acq *a, tether_lease **got) {
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&w.cv, &ca);
     pthread_condattr_destroy(&ca);
+    w.last = last_used(p);
     queue_push(p, &w);
     pthread_mutex_unlock(&p->lock);
     /* Rescan after publishing ourselves: a release that ran before it
@@ -601,7 +682,7 @@ static int wait_turn(acq *a, tether_lease **got) {
             pthread_mutex_lock(&p->lock);
         }
     if (!w.given && !w.wake)
-        queue_remove(p, &w);
+        queue_remove(p, &w, 1);
     pthread_mutex_unlock(&p->lock);
     pthread_cond_destroy(&w.cv);
     if (s) { /* found by the rescan: give back anything granted since */
@@ -777,7 +858,7 @@ static void wake_all_closed(tether_pool *p) {
     pthread_mutex_lock(&p->lock);
     while (p->head) {
         waiter *w = p->head;
-        queue_remove(p, w);
+        queue_remove(p, w, 1);
         w->wake = WAKE_CLOSED;
         pthread_cond_signal(&w->cv);
     }

@@ -65,8 +65,9 @@ struct tether_lease {
 typedef struct waiter {
     pthread_cond_t cv;
     struct waiter *next, *prev;
-    tether_lease *given; /* a connection handed over */
-    int wake;            /* WAKE_* reason when not given a connection */
+    tether_lease *given;      /* a connection handed over */
+    int wake;                 /* WAKE_* reason when not given a connection */
+    const tether_lease *last; /* the caller's last connection, or NULL */
 } waiter;
 
 enum { WAKE_NONE = 0, WAKE_CREATE, WAKE_CLOSED };
@@ -93,6 +94,7 @@ struct tether_pool {
     /* Written on every wait: a line of its own. */
     _Alignas(64) _Atomic int waiters;
     _Atomic int64_t head_since_ns; /* when the first waiter became first */
+    _Atomic int head_unarmed;      /* it became first by a hand-over, unwoken */
     _Atomic uint32_t gen;
     _Atomic int closing;
 
@@ -157,6 +159,11 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
 
 /* tether__pool_fill starts background creations up to min_size. */
 void tether__pool_fill(tether_pool *p);
+
+/* tether__pool_serve_head gives the first waiter, once overdue, a
+ * connection left idle: the housekeeper's backstop on every tick for a
+ * waiter that became first by a hand-over, which is not woken to poll. */
+void tether__pool_serve_head(tether_pool *p);
 
 /* tether__pool_housekeep runs one housekeeping pass over p now: idle
  * timeout, lifetime, keepalive, leak reports, refill to min. Tests call it

@@ -228,6 +228,33 @@ static void wait_for_waiters(tether_pool *p, int n) {
     fail_msg("waiters never reached %d", n);
 }
 
+/* n waiter threads (at most 8) queued one after another on p, each with
+ * a 5 s timeout; joined by join_waiters, which checks that all were served. */
+typedef struct waiters {
+    int n;
+    pthread_t th[8];
+    waiter_arg wa[8];
+    _Atomic int order[8], served;
+} waiters;
+
+static void queue_waiters(waiters *q, tether_pool *p, int n) {
+    q->n = n;
+    atomic_store(&q->served, 0);
+    for (int i = 0; i < n; i++) {
+        q->wa[i] = (waiter_arg){p, i, q->order, &q->served, 5000, -1};
+        pthread_create(&q->th[i], NULL, waiter_main, &q->wa[i]);
+        wait_for_waiters(p, i + 1); /* arrival order is i */
+    }
+}
+
+static void join_waiters(waiters *q) {
+    for (int i = 0; i < q->n; i++)
+        pthread_join(q->th[i], NULL);
+    assert_int_equal(atomic_load(&q->served), q->n);
+    for (int i = 0; i < q->n; i++)
+        assert_int_equal(q->wa[i].rc, 0);
+}
+
 /* Waiters queue in arrival order and are served in that order, in strict
  * and in barging mode (barging only lets *arrivals* pass). */
 static void check_fifo(int64_t barge_us) {
@@ -239,23 +266,12 @@ static void check_fifo(int64_t barge_us) {
     po.barge_limit_us = barge_us;
     setup_with(&f, &so, &po);
     tether_lease *held = must_acquire(f.pool);
-    enum { N = 6 };
-    pthread_t th[N];
-    waiter_arg wa[N];
-    _Atomic int order[N], served = 0;
-    for (int i = 0; i < N; i++) {
-        wa[i] = (waiter_arg){f.pool, i, order, &served, 5000, -1};
-        pthread_create(&th[i], NULL, waiter_main, &wa[i]);
-        wait_for_waiters(f.pool, i + 1); /* arrival order is i */
-    }
+    waiters q;
+    queue_waiters(&q, f.pool, 6);
     tether_lease_release(held);
-    for (int i = 0; i < N; i++)
-        pthread_join(th[i], NULL);
-    assert_int_equal(atomic_load(&served), N);
-    for (int i = 0; i < N; i++) {
-        assert_int_equal(wa[i].rc, 0);
-        assert_int_equal(order[i], i);
-    }
+    join_waiters(&q);
+    for (int i = 0; i < q.n; i++)
+        assert_int_equal(q.order[i], i);
     teardown(&f);
 }
 
@@ -298,6 +314,131 @@ static void test_head_polls_idle(void **state) {
     assert_int_equal(wa.rc, 0);
     assert_true(now_ms() - t0 < 2000); /* the poll (200 ms), not 5 s */
     teardown(&f);
+}
+
+/* The first waiter, once overdue, waits for the connection it used last
+ * until passed over for 2 x barge_limit_us (here 200 ms), and then takes
+ * any. Its thread first uses connection x; the main thread then holds x
+ * and y, and releases y when the waiter is overdue (130 ms). */
+typedef struct pref_arg {
+    tether_pool *p;
+    tether_lease *first, *got;
+    _Atomic int phase;
+    int64_t t_got;
+    int rc;
+} pref_arg;
+
+static void *pref_main(void *arg) {
+    pref_arg *a = arg;
+    a->rc = tether_pool_acquire(a->p, 1000, &a->first, NULL);
+    if (a->rc == 0)
+        tether_lease_release(a->first);
+    atomic_store(&a->phase, 1);
+    while (a->rc == 0 && atomic_load(&a->phase) != 2) {
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    if (a->rc == 0)
+        a->rc = tether_pool_acquire(a->p, 5000, &a->got, NULL);
+    a->t_got = now_ms();
+    if (a->rc == 0)
+        tether_lease_release(a->got);
+    atomic_store(&a->phase, 3);
+    return NULL;
+}
+
+static void sleep_ms(int64_t ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void check_head_prefers_last(int last_comes_back) {
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    real_opts(&f, &so, &po);
+    po.max_size = 2;
+    po.barge_limit_us = 100000;
+    setup_with(&f, &so, &po);
+    pref_arg a = {f.pool, NULL, NULL, 0, 0, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, pref_main, &a);
+    while (atomic_load(&a.phase) == 0)
+        sleep_ms(1);
+    assert_int_equal(a.rc, 0);
+    tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
+    assert_ptr_equal(x, a.first); /* the idle one, then a new one */
+    atomic_store(&a.phase, 2);
+    wait_for_waiters(f.pool, 1);
+    int64_t t0 = now_ms();
+    sleep_ms(130);
+    tether_lease_release(y); /* overdue, but not the one it used */
+    sleep_ms(30);
+    if (last_comes_back) {
+        assert_int_equal(atomic_load(&a.phase), 2); /* still waiting */
+        tether_lease_release(x);
+    }
+    pthread_join(th, NULL);
+    assert_int_equal(a.rc, 0);
+    if (last_comes_back) {
+        assert_ptr_equal(a.got, x);
+    } else {
+        assert_ptr_equal(a.got, y);
+        assert_true(a.t_got - t0 >= 190); /* not before 2 x the limit */
+        assert_true(a.t_got - t0 < 1500); /* its poll or the tick, not 5 s */
+        tether_lease_release(x);
+    }
+    teardown(&f);
+}
+
+static void test_head_prefers_last(void **state) {
+    (void)state;
+    check_head_prefers_last(1);
+    check_head_prefers_last(0);
+}
+
+/* Hold all max connections of a pool with the barge limit, queue n
+ * waiters, wait until the first is overdue, release all: the ms until
+ * every waiter was served. */
+static int64_t drain_ms(int max, int64_t barge_us, int n) {
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    real_opts(&f, &so, &po);
+    po.max_size = max;
+    po.barge_limit_us = barge_us;
+    setup_with(&f, &so, &po);
+    tether_lease *held[8];
+    for (int i = 0; i < max; i++)
+        held[i] = must_acquire(f.pool);
+    waiters q;
+    queue_waiters(&q, f.pool, n);
+    sleep_ms(barge_us / 1000 + 10); /* the first release hands over */
+    int64_t t0 = now_ms();
+    for (int i = 0; i < max; i++)
+        tether_lease_release(held[i]);
+    join_waiters(&q);
+    int64_t took = now_ms() - t0;
+    teardown(&f);
+    return took;
+}
+
+/* A waiter that becomes first by a hand-over is not woken to poll; when
+ * the connection then comes back before it is overdue and no one else
+ * takes it, it is served long before its 5 s timeout. */
+static void test_unwoken_head_served(void **state) {
+    (void)state;
+    assert_true(drain_ms(1, 20000, 2) < 1500);
+}
+
+/* When a burst ends, the queue drains at once: a connection left idle
+ * with no other out wakes the first waiter even if it became first by a
+ * hand-over (it does not wait to be overdue for the housekeeper's tick:
+ * 8 waiters x 50 ms). The second connection stays idle at first: the
+ * first waiter took the first. */
+static void test_drain_after_burst(void **state) {
+    (void)state;
+    assert_true(drain_ms(2, 50000, 8) < 200);
 }
 
 static void test_queue_full(void **state) {
@@ -1041,6 +1182,9 @@ int main(void) {
         cmocka_unit_test(test_fifo_strict),
         cmocka_unit_test(test_fifo_barging),
         cmocka_unit_test(test_head_polls_idle),
+        cmocka_unit_test(test_head_prefers_last),
+        cmocka_unit_test(test_unwoken_head_served),
+        cmocka_unit_test(test_drain_after_burst),
         cmocka_unit_test(test_queue_full),
         cmocka_unit_test(test_validation_bypass),
         cmocka_unit_test(test_probe_window),
