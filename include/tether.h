@@ -854,7 +854,9 @@ TETHER_API int tether_pq_error(void *pgconn, void *pgresult,
  * connections being created at once, acquire timeout 15 s, at most 1024
  * waiters, barge limit 1 ms (waiters are served first come, first served;
  * a newcomer may take an idle connection ahead of the first waiter only
- * until that waiter has been passed over for 1 ms), validation bypass
+ * until that waiter has been passed over for 1 ms; from then on it is
+ * handed the connection its thread used last, or after 2 ms any
+ * connection that comes back), validation bypass
  * window 500 ms, validation timeout 5 s, socket probe of connections idle
  * 50 us or longer (the cheap liveness check's system call; see
  * probe_idle_us), keepalive of idle connections every 2 min, idle timeout 4 min (each
