@@ -498,10 +498,11 @@ TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
     int h = head_overdue(p) ? handoff(p, s) : 0;
     if (h > 0)
         return;
-    /* The exchange is a full barrier: either a waiter that queued before it
-     * is seen below, or that waiter's own rescan (after it queued) sees
-     * this slot idle. In barging mode the first waiter also polls every
-     * 2 x barge_limit_us; one made first by a hand-over is woken below
+    /* The exchange and the waiter count read after it are seq_cst, and a
+     * waiter fences between queuing and its rescan (wait_turn): either a
+     * waiter that queued before it is seen below, or that waiter's own
+     * rescan sees this slot idle. In barging mode the first waiter also polls
+     * every 2 x barge_limit_us; one made first by a hand-over is woken below
      * when no other connection is out, else the housekeeper's tick serves
      * it (tether__pool_serve_head). */
     atomic_exchange(&s->state, SLOT_IDLE);
@@ -514,6 +515,8 @@ TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
             tether__pool_discard(p, s, CLOSE_SHUTDOWN);
         return;
     }
+    if (atomic_load(&p->waiters) == 0)
+        return;
     while (h == 0 && head_overdue(p)) {
         int e = SLOT_IDLE;
         if (!atomic_compare_exchange_strong(&s->state, &e, SLOT_USED))
@@ -522,8 +525,7 @@ TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
             return;
         atomic_exchange(&s->state, SLOT_IDLE);
     }
-    if (atomic_load_explicit(&p->waiters, memory_order_relaxed) > 0 &&
-        atomic_load_explicit(&p->head_unarmed, memory_order_relaxed))
+    if (atomic_load_explicit(&p->head_unarmed, memory_order_relaxed))
         wake_unarmed_head(p, s);
 }
 
@@ -672,7 +674,9 @@ static int wait_turn(acq *a, tether_lease **got) {
     queue_push(p, &w);
     pthread_mutex_unlock(&p->lock);
     /* Rescan after publishing ourselves: a release that ran before it
-     * published its slot as idle without seeing us. */
+     * published its slot as idle without seeing us. The fence orders the
+     * count's increment before the rescan's loads (see put_idle). */
+    atomic_thread_fence(memory_order_seq_cst);
     tether_lease *s = take_idle(p);
     pthread_mutex_lock(&p->lock);
     while (!s && !w.given && !w.wake && sleep_turn(a, &w))
