@@ -1,7 +1,7 @@
 /* housekeeper.c - one background thread for every pool in the process: it
  * publishes the coarse time the acquire fast path reads (every 10 ms), on
  * the same tick hands a connection left idle to a first waiter that is
- * overdue and not polling (pool.c, handoff), and
+ * overdue and not polling (tether__pool_serve_head), and
  * every 100 ms runs a housekeeping pass over each pool: idle timeout,
  * spaced lifetime retirement, leak reports, keepalive of long-idle
  * connections and refill to min_size. The pass itself never blocks on the

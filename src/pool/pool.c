@@ -298,24 +298,23 @@ static inline int head_overdue(tether_pool *p) {
 
 /* ---- slots --------------------------------------------------------------- */
 
+/* Take slot s if it is idle (a plain load first: no write to a busy
+ * slot's line). Returns 1 when it is now this caller's. */
+TETHER__HOT static inline int try_take(tether_lease *s) {
+    int e = SLOT_IDLE;
+    return atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_IDLE &&
+           atomic_compare_exchange_strong(&s->state, &e, SLOT_USED);
+}
+
 TETHER__HOT static tether_lease *take_idle(tether_pool *p) {
     tls_entry *t = &tls_cache[p->id % TLS_WAYS];
-    if (t->pool_id == p->id) {
-        tether_lease *s = t->slot;
-        int e = SLOT_IDLE;
-        if (atomic_load_explicit(&s->state, memory_order_relaxed) ==
-                SLOT_IDLE &&
-            atomic_compare_exchange_strong(&s->state, &e, SLOT_USED))
-            return s;
-    }
+    if (t->pool_id == p->id && try_take(t->slot))
+        return t->slot;
     int n = p->nslots;
     int start = (int)(((uintptr_t)t >> 6) % (uintptr_t)n);
     for (int i = 0; i < n; i++) {
         tether_lease *s = &p->slots[(start + i) % n];
-        int e = SLOT_IDLE;
-        if (atomic_load_explicit(&s->state, memory_order_relaxed) ==
-                SLOT_IDLE &&
-            atomic_compare_exchange_strong(&s->state, &e, SLOT_USED))
+        if (try_take(s))
             return s;
     }
     return NULL;
@@ -535,11 +534,7 @@ void tether__pool_serve_head(tether_pool *p) {
     pthread_mutex_lock(&p->lock);
     tether_lease *want = p->head ? (tether_lease *)p->head->last : NULL;
     pthread_mutex_unlock(&p->lock);
-    int e = SLOT_IDLE;
-    tether_lease *s =
-        want && atomic_compare_exchange_strong(&want->state, &e, SLOT_USED)
-            ? want
-            : take_idle(p);
+    tether_lease *s = want && try_take(want) ? want : take_idle(p);
     if (s)
         tether__pool_put_idle(p, s);
 }

@@ -57,6 +57,17 @@ static void real_opts(fixture *f, tether_sim_opts *so, tether_pool_opts *po) {
     tether_pool_opts_init(po);
 }
 
+/* A pool and a sim on the real clock with max connections and the barge
+ * limit. */
+static void setup_real(fixture *f, int max, int64_t barge_us) {
+    tether_sim_opts so;
+    tether_pool_opts po;
+    real_opts(f, &so, &po);
+    po.max_size = max;
+    po.barge_limit_us = barge_us;
+    setup_with(f, &so, &po);
+}
+
 /* A pool on a virtual clock with max connections. */
 static void setup_virtual(fixture *f, int max) {
     tether_sim_opts so;
@@ -259,12 +270,7 @@ static void join_waiters(waiters *q) {
  * and in barging mode (barging only lets *arrivals* pass). */
 static void check_fifo(int64_t barge_us) {
     fixture f;
-    tether_sim_opts so;
-    tether_pool_opts po;
-    real_opts(&f, &so, &po);
-    po.max_size = 1;
-    po.barge_limit_us = barge_us;
-    setup_with(&f, &so, &po);
+    setup_real(&f, 1, barge_us);
     tether_lease *held = must_acquire(f.pool);
     waiters q;
     queue_waiters(&q, f.pool, 6);
@@ -354,12 +360,7 @@ static void sleep_ms(int64_t ms) {
 
 static void check_head_prefers_last(int last_comes_back) {
     fixture f;
-    tether_sim_opts so;
-    tether_pool_opts po;
-    real_opts(&f, &so, &po);
-    po.max_size = 2;
-    po.barge_limit_us = 200000;
-    setup_with(&f, &so, &po);
+    setup_real(&f, 2, 200000);
     pref_arg a = {f.pool, NULL, NULL, 0, 0, 0};
     pthread_t th;
     pthread_create(&th, NULL, pref_main, &a);
@@ -402,12 +403,7 @@ static void test_head_prefers_last(void **state) {
  * every waiter was served. */
 static int64_t drain_ms(int max, int64_t barge_us, int n) {
     fixture f;
-    tether_sim_opts so;
-    tether_pool_opts po;
-    real_opts(&f, &so, &po);
-    po.max_size = max;
-    po.barge_limit_us = barge_us;
-    setup_with(&f, &so, &po);
+    setup_real(&f, max, barge_us);
     tether_lease *held[8];
     for (int i = 0; i < max; i++)
         held[i] = must_acquire(f.pool);
