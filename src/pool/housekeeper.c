@@ -194,11 +194,10 @@ void tether__pool_housekeep(tether_pool *p) {
     int nb = 0;
     for (int i = 0; i < p->nslots; i++) {
         tether_lease *s = &p->slots[i];
-        int st = atomic_load(&s->state), e = SLOT_IDLE;
+        int st = slot_state(s);
         if (st == SLOT_USED && p->leak_threshold_ms > 0)
             report_leak(p, s, now);
-        if (st != SLOT_IDLE ||
-            !atomic_compare_exchange_strong(&s->state, &e, SLOT_RESERVED))
+        if (st != SLOT_IDLE || !slot_cas(s, SLOT_IDLE, SLOT_RESERVED))
             continue;
         if (inspect_idle(p, s, now, &excess))
             batch[nb++] = s;

@@ -34,7 +34,7 @@ static void count_slots(tether_pool *p, tether_pool_metrics *m) {
     uint64_t quick = atomic_load(&p->retired_quick);
     for (int i = 0; i < p->nslots; i++) {
         tether_lease *s = &p->slots[i];
-        int st = atomic_load_explicit(&s->state, memory_order_relaxed);
+        int st = slot_state(s);
         m->idle += st == SLOT_IDLE;
         m->in_use += st == SLOT_USED;
         quick += atomic_load_explicit(&s->quick, memory_order_relaxed);

@@ -5,6 +5,7 @@
 #include "pool.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -217,6 +218,9 @@ void tether_pool_destroy(tether_pool *p) {
     while (p->bg > 0 || p->total > 0)
         pthread_cond_wait(&p->drained, &p->lock);
     pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->nslots; i++) /* releases still reading p */
+        while (atomic_load(&p->slots[i].state) >= SLOT_INFLIGHT)
+            sched_yield();
     for (int i = 0; i < TLS_WAYS; i++)
         if (tls_cache[i].pool_id == p->id)
             tls_cache[i].pool_id = 0;
@@ -301,9 +305,7 @@ static inline int head_overdue(tether_pool *p) {
 /* Take slot s if it is idle (a plain load first: no write to a busy
  * slot's line). Returns 1 when it is now this caller's. */
 TETHER__HOT static inline int try_take(tether_lease *s) {
-    int e = SLOT_IDLE;
-    return atomic_load_explicit(&s->state, memory_order_relaxed) == SLOT_IDLE &&
-           atomic_compare_exchange_strong(&s->state, &e, SLOT_USED);
+    return slot_cas(s, SLOT_IDLE, SLOT_USED);
 }
 
 TETHER__HOT static tether_lease *take_idle(tether_pool *p) {
@@ -418,7 +420,7 @@ void tether__pool_discard(tether_pool *p, tether_lease *s, close_reason why) {
     atomic_store(&s->quick, 0);
     atomic_store(&s->acquired_ms, NOT_HELD);
     pthread_mutex_lock(&p->lock);
-    atomic_store(&s->state, SLOT_FREE);
+    slot_set(s, SLOT_FREE, 0);
     p->total--;
     if (!atomic_load(&p->closing))
         grant_capacity_locked(p);
@@ -467,7 +469,7 @@ static int handoff(tether_pool *p, tether_lease *s) {
 static int others_out(const tether_pool *p, const tether_lease *s) {
     for (int i = 0; i < p->nslots; i++) {
         const tether_lease *o = &p->slots[i];
-        int st = atomic_load_explicit(&o->state, memory_order_relaxed);
+        int st = slot_state(o);
         if (o != s && st != SLOT_IDLE && st != SLOT_FREE)
             return 1;
     }
@@ -489,6 +491,33 @@ static void wake_unarmed_head(tether_pool *p, const tether_lease *s) {
     pthread_mutex_unlock(&p->lock);
 }
 
+/* What a release does after publishing s idle, h being what its hand-over
+ * gave before (0: nobody waited, -1: the first waiter wants its own last
+ * connection). The slot may be taken, even closed, at any moment here. */
+TETHER__HOT static void after_publish(tether_pool *p, tether_lease *s, int h) {
+    for (;;) {
+        /* A close that began after our first check may have swept the idle
+         * slots already and now waits for this one: take it back and close
+         * it (a full barrier on both sides; the CAS decides who closes). */
+        if (atomic_load(&p->closing)) {
+            if (slot_cas(s, SLOT_IDLE, SLOT_RESERVED))
+                tether__pool_discard(p, s, CLOSE_SHUTDOWN);
+            return;
+        }
+        if (atomic_load(&p->waiters) == 0)
+            return;
+        if (h != 0 || !head_overdue(p))
+            break;
+        if (!slot_cas(s, SLOT_IDLE, SLOT_USED))
+            return; /* someone took it */
+        if ((h = handoff(p, s)) > 0)
+            return;
+        slot_set(s, SLOT_IDLE, 0); /* and look at closing again */
+    }
+    if (atomic_load_explicit(&p->head_unarmed, memory_order_relaxed))
+        wake_unarmed_head(p, s);
+}
+
 TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
     if (atomic_load_explicit(&p->closing, memory_order_relaxed)) {
         tether__pool_discard(p, s, CLOSE_SHUTDOWN); /* never idle again */
@@ -497,35 +526,19 @@ TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
     int h = head_overdue(p) ? handoff(p, s) : 0;
     if (h > 0)
         return;
-    /* The exchange and the waiter count read after it are seq_cst, and a
+    /* Publishing s and reading the waiter count after it are seq_cst, and a
      * waiter fences between queuing and its rescan (wait_turn): either a
-     * waiter that queued before it is seen below, or that waiter's own
-     * rescan sees this slot idle. In barging mode the first waiter also polls
-     * every 2 x barge_limit_us; one made first by a hand-over is woken below
-     * when no other connection is out, else the housekeeper's tick serves
-     * it (tether__pool_serve_head). */
-    atomic_exchange(&s->state, SLOT_IDLE);
-    /* A close that began after the check above may have swept the idle
-     * slots already and now waits for this one: take it back and close it
-     * (a full barrier on both sides; the CAS decides who closes it). */
-    if (atomic_load(&p->closing)) {
-        int e = SLOT_IDLE;
-        if (atomic_compare_exchange_strong(&s->state, &e, SLOT_RESERVED))
-            tether__pool_discard(p, s, CLOSE_SHUTDOWN);
-        return;
-    }
-    if (atomic_load(&p->waiters) == 0)
-        return;
-    while (h == 0 && head_overdue(p)) {
-        int e = SLOT_IDLE;
-        if (!atomic_compare_exchange_strong(&s->state, &e, SLOT_USED))
-            return; /* someone took it */
-        if ((h = handoff(p, s)) > 0)
-            return;
-        atomic_exchange(&s->state, SLOT_IDLE);
-    }
-    if (atomic_load_explicit(&p->head_unarmed, memory_order_relaxed))
-        wake_unarmed_head(p, s);
+     * waiter that queued before it is seen, or that waiter's own rescan
+     * sees this slot idle. In barging mode the first waiter also polls
+     * every 2 x barge_limit_us; one made first by a hand-over is woken when
+     * no other connection is out, else the housekeeper's tick serves it
+     * (tether__pool_serve_head). From the publication on, s counts as
+     * returned, so the pool could be destroyed under us: the in-flight
+     * count in s's state word, added in the same step, holds
+     * tether_pool_destroy back until our last touch of the pool. */
+    slot_set(s, SLOT_IDLE, SLOT_INFLIGHT);
+    after_publish(p, s, h);
+    atomic_fetch_sub(&s->state, SLOT_INFLIGHT);
 }
 
 void tether__pool_serve_head(tether_pool *p) {
@@ -545,8 +558,8 @@ void tether__pool_serve_head(tether_pool *p) {
 static tether_lease *claim_free_locked(tether_pool *p) {
     for (int i = 0; i < p->nslots; i++) {
         tether_lease *s = &p->slots[i];
-        if (atomic_load(&s->state) == SLOT_FREE) {
-            atomic_store(&s->state, SLOT_CREATING);
+        if (slot_state(s) == SLOT_FREE) {
+            slot_set(s, SLOT_CREATING, 0);
             return s;
         }
     }
@@ -602,7 +615,7 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
             atomic_fetch_add(&p->connect_failures, 1);
         return rc;
     }
-    atomic_store(&s->state, SLOT_USED);
+    slot_set(s, SLOT_USED, 0);
     setup_slot(p, s, conn);
     atomic_fetch_add(&p->created, 1);
     *out = s;
@@ -842,8 +855,7 @@ TETHER__HOT void *tether_lease_handle(const tether_lease *s) {
 static void sweep_idle(tether_pool *p, close_reason why) {
     for (int i = 0; i < p->nslots; i++) {
         tether_lease *s = &p->slots[i];
-        int e = SLOT_IDLE;
-        if (atomic_compare_exchange_strong(&s->state, &e, SLOT_RESERVED))
+        if (slot_cas(s, SLOT_IDLE, SLOT_RESERVED))
             tether__pool_discard(p, s, why);
     }
 }

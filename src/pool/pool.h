@@ -20,6 +20,15 @@ enum {
     SLOT_RESERVED  /* taken by housekeeping */
 };
 
+/* A slot's state word holds the state in its low bits and, above them,
+ * the number of releases still inside tether__pool_put_idle after
+ * publishing the slot: such a release still reads the pool, so
+ * tether_pool_destroy waits for the count to fall to 0 (docs/pool.md). Only
+ * the slot's owner changes the state bits of an owned slot; the count
+ * changes under anyone's feet, so every change of state keeps it. */
+#define SLOT_MASK 7
+#define SLOT_INFLIGHT 8 /* one release in flight */
+
 #define NOT_HELD INT64_MIN /* acquired_ms of a slot nobody holds */
 
 /* Why a connection was closed (metrics). */
@@ -120,6 +129,28 @@ struct tether_pool {
     /* Housekeeper list link (guarded by the housekeeper's lock). */
     tether_pool *hk_next;
 };
+
+/* slot_state returns s's state without the in-flight count. */
+static inline int slot_state(const tether_lease *s) {
+    return atomic_load_explicit(&s->state, memory_order_relaxed) & SLOT_MASK;
+}
+
+/* slot_cas moves s from state from to state to if it is in from, keeping
+ * the in-flight count. Returns 1 when it moved (a full barrier). */
+static inline int slot_cas(tether_lease *s, int from, int to) {
+    int v = atomic_load_explicit(&s->state, memory_order_relaxed);
+    while ((v & SLOT_MASK) == from)
+        if (atomic_compare_exchange_weak(&s->state, &v, (v & ~SLOT_MASK) | to))
+            return 1;
+    return 0;
+}
+
+/* slot_set moves s, owned by the caller, to state to and adds inflight to
+ * the in-flight count, in one atomic step (a full barrier). */
+static inline void slot_set(tether_lease *s, int to, int inflight) {
+    int v = atomic_load_explicit(&s->state, memory_order_relaxed);
+    atomic_fetch_add(&s->state, to - (v & SLOT_MASK) + inflight);
+}
 
 /* tether__pool_now returns the pool's time in ms: the shared ticker for the
  * real clock (cheap), the configured clock otherwise. */

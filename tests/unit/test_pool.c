@@ -964,6 +964,43 @@ static void test_close_during_releases(void **state) {
     }
 }
 
+typedef struct releaser {
+    tether_lease *lease;
+    atomic_int go;
+} releaser;
+
+static void *release_main(void *arg) {
+    releaser *r = arg;
+    while (!atomic_load_explicit(&r->go, memory_order_relaxed))
+        ;
+    tether_lease_release(r->lease);
+    return NULL; /* no synchronization with the destroyer until the join */
+}
+
+/* A release on another thread counts as returned once its slot is idle,
+ * while it still reads the pool's waiter count. A destroy that sees the
+ * pool with nothing out (as a registry's eviction does) must wait for it:
+ * under TSan, freeing the pool under that read is reported. The releaser
+ * and the destroyer share no lock after the slot is published, so only
+ * the pool's own accounting can order the read before the free. */
+static void test_destroy_waits_for_release(void **state) {
+    (void)state;
+    for (int round = 0; round < 20; round++) {
+        fixture f;
+        setup_real(&f, 2, 0);
+        releaser r = {must_acquire(f.pool), 0};
+        pthread_t th;
+        pthread_create(&th, NULL, release_main, &r);
+        atomic_store_explicit(&r.go, 1, memory_order_relaxed);
+        tether_pool_metrics m;
+        do
+            tether_pool_metrics_get(f.pool, &m);
+        while (m.in_use > 0);
+        teardown(&f);
+        pthread_join(th, NULL);
+    }
+}
+
 /* ---- warm-up ------------------------------------------------------------- */
 
 static void test_warmup_to_min_in_background(void **state) {
@@ -1205,6 +1242,7 @@ int main(void) {
         cmocka_unit_test(test_close_semantics),
         cmocka_unit_test(test_close_wakes_waiters),
         cmocka_unit_test(test_close_during_releases),
+        cmocka_unit_test(test_destroy_waits_for_release),
         cmocka_unit_test(test_warmup_to_min_in_background),
         cmocka_unit_test(test_run_retries_idempotent_only),
         cmocka_unit_test(test_run_for_deadline),
