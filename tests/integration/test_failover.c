@@ -57,6 +57,11 @@ static const char *value(PGconn *c, const char *sql) {
     buf[0] = '\0';
     if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
         snprintf(buf, sizeof(buf), "%s", PQgetvalue(r, 0, 0));
+    else /* the reason, for the assertion that follows */
+        print_message("%s on port %s: %s (result %s, connection %s)\n", sql,
+                      PQport(c), PQerrorMessage(c),
+                      PQresStatus(PQresultStatus(r)),
+                      PQstatus(c) == CONNECTION_OK ? "ok" : "bad");
     PQclear(r);
     return buf;
 }
