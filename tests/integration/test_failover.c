@@ -56,9 +56,11 @@ static const char *value(PGconn *c, const char *sql) {
     static char buf[128];
     PGresult *r = PQexec(c, sql);
     buf[0] = '\0';
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0 &&
+        !PQgetisnull(r, 0, 0))
         snprintf(buf, sizeof(buf), "%s", PQgetvalue(r, 0, 0));
-    else /* the reason, for the assertion that follows */
+    else /* the reason, for the assertion that follows (NULL: no rows or a
+            null value) */
         print_message("%s on port %s: %s (result %s, connection %s)\n", sql,
                       PQport(c), PQerrorMessage(c),
                       PQresStatus(PQresultStatus(r)),
