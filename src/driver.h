@@ -33,7 +33,7 @@ typedef struct tether__endpoint {
 
 /* reset: clean, but the server reported a fatal event. */
 #define TETHER__FATAL 1
-#define TETHER__FATAL_SEEN 2 /* alive()'s answer: up, but see TETHER__FATAL */
+#define TETHER__FATAL_SEEN 2 /* alive()'s answer: see TETHER__FATAL */
 
 struct tether_driver {
     const char *name;
@@ -48,9 +48,9 @@ struct tether_driver {
      * still be closed by the caller. */
     int (*connect_poll)(void *conn, tether__wait *w, tether_error *err);
     /* Cheap liveness check, no round trip: 1 alive, 0 broken,
-     * TETHER__FATAL_SEEN when the connection is up but saw a fatal server
-     * event (a role change reported while idle, a shutdown notice): it must
-     * not be handed out, and its pool should be cleared. The state the
+     * TETHER__FATAL_SEEN when the connection saw a fatal server event (a
+     * role change reported while idle, a shutdown notice), up or not: it
+     * must not be handed out, and its pool should be cleared. The state the
      * driver holds is always looked at; with probe set, also the socket
      * (for input or a hang-up that came while idle: one system call). */
     int (*alive)(void *conn, int probe);

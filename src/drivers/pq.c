@@ -979,15 +979,20 @@ TETHER__HOT static int readable_now(const pq_conn *c) {
 
 TETHER__HOT static int pq_alive(void *conn, int probe) {
     pq_conn *c = conn;
-    if (c->broken || c->dying || PQstatus(c->pg) != CONNECTION_OK)
-        return 0;
-    if (probe && readable_now(c)) {
-        if (!PQconsumeInput(c->pg) || PQstatus(c->pg) != CONNECTION_OK ||
-            c->dying)
-            return 0;
-        check_role(c); /* a report that came while idle */
+    if (probe && !c->broken && !c->dying && PQstatus(c->pg) == CONNECTION_OK &&
+        readable_now(c)) {
+        /* PQconsumeInput only reads; PQisBusy parses what came, which
+         * hands a FATAL to the notice receiver (dying, and fatal for a
+         * shutdown) and applies a ParameterStatus. Without it a dead
+         * connection whose FATAL sat unread passed this check once. */
+        if (PQconsumeInput(c->pg))
+            PQisBusy(c->pg);
+        if (PQstatus(c->pg) == CONNECTION_OK && !c->dying)
+            check_role(c); /* a report that came while idle */
     }
-    return c->fatal ? TETHER__FATAL_SEEN : 1;
+    if (c->fatal) /* a shutdown, crash or role change: clear the pool */
+        return TETHER__FATAL_SEEN;
+    return !c->broken && !c->dying && PQstatus(c->pg) == CONNECTION_OK;
 }
 
 static int pq_validate(void *conn, int64_t timeout_ms, tether_error *err) {

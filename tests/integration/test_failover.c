@@ -313,6 +313,42 @@ static void test_terminate_all(void **state) {
     tether_pool_destroy(p);
 }
 
+/* 5b. A connection whose backend was terminated while it sat idle is never
+ * handed out, even when only the liveness check looks at it (round-trip
+ * validation is off for an hour): the next acquire gets a new backend,
+ * which answers. */
+static void test_terminated_idle_not_handed_out(void **state) {
+    (void)state;
+    char extra[160], sql[640];
+    snprintf(extra, sizeof(extra),
+             "host=127.0.0.1 port=%d tether_pool_max=1 "
+             "tether_validate_idle=1h",
+             primary_port);
+    tether_pool *p = pool(extra);
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, NULL), 0);
+    int pid = PQbackendPID(tether_lease_handle(l));
+    tether_lease_release(l);
+    snprintf(sql, sizeof(sql), "%s host=127.0.0.1 port=%d", base, primary_port);
+    PGconn *admin = PQconnectdb(sql);
+    assert_int_equal(PQstatus(admin), CONNECTION_OK);
+    snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)", pid);
+    assert_string_equal(value(admin, sql), "t");
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM pg_stat_activity WHERE pid = %d", pid);
+    int64_t t0 = now_ms();
+    while (strcmp(value(admin, sql), "0") != 0 && now_ms() - t0 < 3000)
+        usleep(2000); /* gone: its FATAL has been sent */
+    assert_string_equal(value(admin, sql), "0");
+    PQfinish(admin);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, NULL), 0);
+    PGconn *pg = tether_lease_handle(l);
+    assert_int_not_equal(PQbackendPID(pg), pid);
+    assert_true(exec_ok(pg, "SELECT 1"));
+    tether_lease_release(l);
+    tether_pool_destroy(p);
+}
+
 typedef struct sleeper {
     tether_pool *p;
     unsigned flags;
@@ -543,6 +579,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_mirroring_stopped_principal),
         cmocka_unit_test(test_roles),
         cmocka_unit_test(test_terminate_all),
+        cmocka_unit_test(test_terminated_idle_not_handed_out),
         cmocka_unit_test(test_restart_during_work),
         cmocka_unit_test(test_too_many_connections),
         cmocka_unit_test(test_wrong_password),
