@@ -120,6 +120,17 @@ static tether_pool *pool(const char *extra) {
     return p;
 }
 
+/* pool1 makes a pool of one connection to the primary with option opt, and
+ * acquires it into *l. */
+static tether_pool *pool1(const char *opt, tether_lease **l) {
+    char extra[256];
+    snprintf(extra, sizeof(extra),
+             "host=127.0.0.1 port=%d tether_pool_max=1 %s", primary_port, opt);
+    tether_pool *p = pool(extra);
+    assert_int_equal(tether_pool_acquire(p, 5000, l, NULL), 0);
+    return p;
+}
+
 static int port_of(PGconn *c) {
     return atoi(value(c, "SELECT inet_server_port()"));
 }
@@ -319,14 +330,9 @@ static void test_terminate_all(void **state) {
  * which answers. */
 static void test_terminated_idle_not_handed_out(void **state) {
     (void)state;
-    char extra[160], sql[640];
-    snprintf(extra, sizeof(extra),
-             "host=127.0.0.1 port=%d tether_pool_max=1 "
-             "tether_validate_idle=1h",
-             primary_port);
-    tether_pool *p = pool(extra);
+    char sql[640];
     tether_lease *l = NULL;
-    assert_int_equal(tether_pool_acquire(p, 5000, &l, NULL), 0);
+    tether_pool *p = pool1("tether_validate_idle=1h", &l);
     int pid = PQbackendPID(tether_lease_handle(l));
     tether_lease_release(l);
     snprintf(sql, sizeof(sql), "%s host=127.0.0.1 port=%d", base, primary_port);
@@ -498,14 +504,8 @@ static void test_wrong_password(void **state) {
  * sees a clean session. */
 static void test_clean_session(void **state) {
     (void)state;
-    char extra[256];
-    snprintf(extra, sizeof(extra),
-             "host=127.0.0.1 port=%d tether_pool_max=1 "
-             "tether_reset_query='DISCARD ALL'",
-             primary_port);
-    tether_pool *p = pool(extra);
     tether_lease *l = NULL;
-    assert_int_equal(tether_pool_acquire(p, 5000, &l, NULL), 0);
+    tether_pool *p = pool1("tether_reset_query='DISCARD ALL'", &l);
     PGconn *pg = tether_lease_handle(l);
     char def[64];
     snprintf(def, sizeof(def), "%s", value(pg, "SHOW work_mem"));
