@@ -514,7 +514,7 @@ TETHER__HOT static void after_publish(tether_pool *p, tether_lease *s, int h) {
             return;
         slot_set(s, SLOT_IDLE, 0); /* and look at closing again */
     }
-    if (atomic_load_explicit(&p->head_unarmed, memory_order_relaxed))
+    if (atomic_load(&p->head_unarmed)) /* seq_cst: see sleep_turn */
         wake_unarmed_head(p, s);
 }
 
@@ -652,14 +652,21 @@ static void unreserve(tether_pool *p) {
  * after the last: in a busy pool the first release after the head falls
  * overdue hands it a connection within microseconds, and a poll due at
  * the very moment it falls overdue would wake it for nothing just before
- * (docs/pool.md). Returns 0 at the deadline. */
-static int sleep_turn(acq *a, waiter *w) {
+ * (docs/pool.md). The first waiter marks itself asleep (head_unarmed) and
+ * then looks once more for an idle connection (*s): a release publishes
+ * its slot before it reads the mark, so either this look finds the slot
+ * or that release wakes us when it leaves the last connection idle
+ * (wake_unarmed_head). Returns 0 at the deadline. */
+static int sleep_turn(acq *a, waiter *w, tether_lease **s) {
     tether_pool *p = a->p;
     int64_t until = a->deadline_ns;
     if (p->head == w && p->o.barge_limit_us > 0) {
         until = TETHER__MIN(until,
                             tether__mono_ns() + 2 * p->o.barge_limit_us * 1000);
-        atomic_store(&p->head_unarmed, 0);
+        atomic_store(&p->head_unarmed, 1);
+        atomic_thread_fence(memory_order_seq_cst); /* before the look */
+        if ((*s = take_idle(p)) != NULL)
+            return 1;
     }
     struct timespec ts = {(time_t)(until / 1000000000LL),
                           (long)(until % 1000000000LL)};
@@ -687,8 +694,8 @@ static int wait_turn(acq *a, tether_lease **got) {
     atomic_thread_fence(memory_order_seq_cst);
     tether_lease *s = take_idle(p);
     pthread_mutex_lock(&p->lock);
-    while (!s && !w.given && !w.wake && sleep_turn(a, &w))
-        if (p->head == &w && p->o.barge_limit_us > 0) {
+    while (!s && !w.given && !w.wake && sleep_turn(a, &w, &s))
+        if (!s && p->head == &w && p->o.barge_limit_us > 0) {
             pthread_mutex_unlock(&p->lock);
             s = take_idle(p); /* the first waiter polls */
             pthread_mutex_lock(&p->lock);

@@ -103,7 +103,8 @@ struct tether_pool {
     /* Written on every wait: a line of its own. */
     _Alignas(64) _Atomic int waiters;
     _Atomic int64_t head_since_ns; /* when the first waiter became first */
-    _Atomic int head_unarmed;      /* it became first by a hand-over, unwoken */
+    _Atomic int head_unarmed;      /* it is asleep, or became first by a
+                                      hand-over and was not woken */
     _Atomic uint32_t gen;
     _Atomic int closing;
 
