@@ -695,11 +695,7 @@ static int wait_turn(acq *a, tether_lease **got) {
     tether_lease *s = take_idle(p);
     pthread_mutex_lock(&p->lock);
     while (!s && !w.given && !w.wake && sleep_turn(a, &w, &s))
-        if (!s && p->head == &w && p->o.barge_limit_us > 0) {
-            pthread_mutex_unlock(&p->lock);
-            s = take_idle(p); /* the first waiter polls */
-            pthread_mutex_lock(&p->lock);
-        }
+        ; /* the first waiter looks for an idle one before each sleep */
     if (!w.given && !w.wake)
         queue_remove(p, &w, 1);
     pthread_mutex_unlock(&p->lock);

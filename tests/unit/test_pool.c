@@ -980,6 +980,8 @@ static void test_close_during_releases(void **state) {
     }
 }
 
+/* The releaser spins until told to go, so that the destroyer is already
+ * polling when the release happens and frees the pool right after it. */
 typedef struct releaser {
     tether_lease *lease;
     atomic_int go;
