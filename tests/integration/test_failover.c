@@ -131,6 +131,14 @@ static tether_pool *pool1(const char *opt, tether_lease **l) {
     return p;
 }
 
+/* primary_conn opens a plain libpq connection straight to the primary
+ * (the caller checks its status: the server may refuse it). */
+static PGconn *primary_conn(void) {
+    char ci[1024];
+    snprintf(ci, sizeof(ci), "%s host=127.0.0.1 port=%d", base, primary_port);
+    return PQconnectdb(ci);
+}
+
 static int port_of(PGconn *c) {
     return atoi(value(c, "SELECT inet_server_port()"));
 }
@@ -330,13 +338,12 @@ static void test_terminate_all(void **state) {
  * which answers. */
 static void test_terminated_idle_not_handed_out(void **state) {
     (void)state;
-    char sql[640];
+    char sql[128];
     tether_lease *l = NULL;
     tether_pool *p = pool1("tether_validate_idle=1h", &l);
     int pid = PQbackendPID(tether_lease_handle(l));
     tether_lease_release(l);
-    snprintf(sql, sizeof(sql), "%s host=127.0.0.1 port=%d", base, primary_port);
-    PGconn *admin = PQconnectdb(sql);
+    PGconn *admin = primary_conn();
     assert_int_equal(PQstatus(admin), CONNECTION_OK);
     snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)", pid);
     assert_string_equal(value(admin, sql), "t");
@@ -437,12 +444,10 @@ static void *connect_main(void *arg) {
  * frees. */
 static void test_too_many_connections(void **state) {
     (void)state;
-    char ci[1024];
-    snprintf(ci, sizeof(ci), "%s host=127.0.0.1 port=%d", base, primary_port);
     PGconn *hog[32];
     int n = 0;
     while (n < 32) {
-        hog[n] = PQconnectdb(ci);
+        hog[n] = primary_conn();
         if (PQstatus(hog[n]) != CONNECTION_OK) {
             PQfinish(hog[n]);
             break;
