@@ -10,6 +10,7 @@
  * writer's first success after the kill is compared with the promotion's
  * own duration (pg_ctl promote until the server accepts writes). */
 #include <tether.h>
+#include <tether_pq.h>
 
 #include <libpq-fe.h>
 #include <pthread.h>

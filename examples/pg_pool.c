@@ -5,9 +5,8 @@
  *   example_pg_pool "host=db1,db2 dbname=app user=app password=... \
  *                    target_session_attrs=read-write tether_pool_max=8"
  */
-#include <tether.h>
+#include <tether_pq.h>
 
-#include <libpq-fe.h>
 #include <stdio.h>
 
 /* The work: one statement. tether_pq_error classifies a failure (a lost
@@ -29,7 +28,7 @@ static void show(void *ctx, const tether_connect_event *ev) {
     (void)ctx;
     if (ev->code)
         fprintf(stderr, "attempt %d %s:%d %s: %s\n", ev->attempt, ev->host,
-                ev->port, ev->phase, ev->message);
+                ev->port, tether_phase_name(ev->phase), ev->message);
 }
 
 int main(int argc, char **argv) {

@@ -174,28 +174,11 @@ typedef struct tether_clock {
  * (CLOCK_MONOTONIC, nanosleep). */
 TETHER_API const tether_clock *tether_clock_real(void);
 
-/* A virtual clock for tests: time moves only when advanced or slept on.
- * Thread-safe. */
-typedef struct tether_vclock tether_vclock;
-
-/* tether_vclock_create makes a virtual clock reading start_ns. */
-TETHER_API tether_vclock *tether_vclock_create(int64_t start_ns);
-
-/* tether_vclock_destroy frees a virtual clock (NULL is accepted). */
-TETHER_API void tether_vclock_destroy(tether_vclock *vc);
-
-/* tether_vclock_clock returns the tether_clock view of vc; sleeping on it
- * advances the virtual time by the amount slept. */
-TETHER_API const tether_clock *tether_vclock_clock(tether_vclock *vc);
-
-/* tether_vclock_advance moves virtual time forward by ns (ns >= 0). */
-TETHER_API void tether_vclock_advance(tether_vclock *vc, int64_t ns);
-
 /* tether_now_ms reads clock (NULL: the real clock) in milliseconds. */
 TETHER_API int64_t tether_now_ms(const tether_clock *clock);
 
 /* ------------------------------------------------------------------------ */
-/* R1 Backoff schedules                                                     */
+/* Backoff schedules                                                        */
 /* ------------------------------------------------------------------------ */
 
 typedef enum tether_backoff_kind {
@@ -275,13 +258,30 @@ TETHER_API int tether_backoff_count(const tether_backoff *b);
 /* ------------------------------------------------------------------------ */
 
 typedef enum tether_strategy {
-    TETHER_STRATEGY_SEQUENTIAL = 0, /* each host, each port, then a pause
-                                       from the backoff and a new pass */
-    TETHER_STRATEGY_MIRRORING,      /* seed 000: principal/partner
-                                       alternation with growing budgets */
-    TETHER_STRATEGY_STREAMING       /* seed 003: random 1-5 s, provision,
-                                       every host and port, double to 60 s */
+    TETHER_STRATEGY_SEQUENTIAL = 0, /* each host in order, then a pause from
+                                       the backoff and a new pass */
+    TETHER_STRATEGY_MIRRORING,      /* SQL Server's principal/partner
+                                       alternation with growing budgets
+                                       (the first two hosts) */
+    TETHER_STRATEGY_STREAMING,      /* random 1-5 s first wait, provisioning,
+                                       each host in turn, pauses doubling to
+                                       60 s */
+    TETHER_STRATEGY_RANDOM,         /* sequential timing, hosts shuffled per
+                                       connect */
+    TETHER_STRATEGY_ROUND_ROBIN,    /* sequential timing, starting at the
+                                       next host each connect */
+    TETHER_STRATEGY_RACE            /* staggered parallel attempts (the
+                                       connector; a schedule times it as
+                                       sequential) */
 } tether_strategy;
+
+/* tether_strategy_name returns "sequential", "mirroring", "streaming",
+ * "random", "round-robin", "race" or "unknown". */
+TETHER_API const char *tether_strategy_name(tether_strategy s);
+
+/* tether_strategy_parse stores in *out the strategy named name (the names
+ * of tether_strategy_name). Returns 0 or TETHER_ESPEC. */
+TETHER_API int tether_strategy_parse(const char *name, tether_strategy *out);
 
 /* Schedule options. Defaults (tether_schedule_opts_init): sequential,
  * login timeout 15 s, one host with one port, attempt timeout 0 (the rest of
@@ -348,7 +348,7 @@ TETHER_API void tether_schedule_provisioned(tether_schedule *s, int ok,
                                             int nhosts);
 
 /* ------------------------------------------------------------------------ */
-/* R3 Retry budget                                                          */
+/* Retry budget                                                             */
 /* ------------------------------------------------------------------------ */
 
 /* Budget options. Defaults: 500 tokens (also the start), a retry costs 5, a
@@ -390,7 +390,7 @@ TETHER_API void tether_budget_success(tether_budget *b, int cost);
 TETHER_API int tether_budget_tokens(const tether_budget *b);
 
 /* ------------------------------------------------------------------------ */
-/* R4 Circuit breaker                                                       */
+/* Circuit breaker                                                          */
 /* ------------------------------------------------------------------------ */
 
 typedef enum tether_breaker_state {
@@ -483,7 +483,7 @@ TETHER_API void tether_breaker_reset(tether_breaker *b);
 TETHER_API const char *tether_breaker_state_name(tether_breaker_state s);
 
 /* ------------------------------------------------------------------------ */
-/* R2 Retry policy and executor                                             */
+/* Retry policy and executor                                                */
 /* ------------------------------------------------------------------------ */
 
 /* One attempt's context, handed to the operation. */
@@ -611,7 +611,7 @@ TETHER_API void tether_retry_stats_get(const tether_retry *r,
                                        tether_retry_stats *out);
 
 /* ------------------------------------------------------------------------ */
-/* R5 Policy specifications                                                 */
+/* Policy specifications                                                    */
 /* ------------------------------------------------------------------------ */
 
 /* tether_retry_opts_parse parses a retry spec such as
@@ -646,90 +646,13 @@ TETHER_API int tether_duration_parse(const char *text, int64_t *ms);
 /* Drivers                                                                  */
 /* ------------------------------------------------------------------------ */
 
-/* A driver talks to one kind of server (PostgreSQL, plain TCP, the sim).
- * Its operations are internal (src/driver.h); users pick one by handle. */
+/* A driver talks to one kind of server. Users pick one by handle:
+ * tether_driver_pq() (tether_pq.h) for PostgreSQL, tether_driver_sim()
+ * (tether_sim.h) for tests. Its operations are internal. */
 typedef struct tether_driver tether_driver;
 
-/* tether_driver_sim returns the simulation driver: no I/O, faults on demand
- * (deterministic tests and the cycle benchmark). Its driver_ctx is a
- * tether_sim. */
-TETHER_API const tether_driver *tether_driver_sim(void);
-
-/* Sim options. Defaults: no latency, no faults, unlimited connections, seed
- * 0, real clock. Rates are probabilities in [0, 1] drawn per event. */
-typedef struct tether_sim_opts {
-    int64_t connect_latency_ms; /* each connect takes this long (on clock) */
-    int max_connections;        /* beyond: connects fail throttled; 0 = no
-                                   limit */
-    double refuse_rate;         /* connect refused (transient) */
-    double timeout_rate;        /* connect hangs until its budget ends */
-    double auth_fail_rate;      /* connect fails authentication (permanent) */
-    double validate_fail_rate;  /* round-trip validation fails */
-    double break_in_use_rate;   /* a leased connection breaks (seen by the
-                                   liveness check on release / next use) */
-    double break_idle_rate;     /* an idle connection breaks */
-    double reset_fail_rate;     /* reset on release fails */
-    uint64_t seed;
-    const tether_clock *clock;
-} tether_sim_opts;
-
-/* tether_sim_opts_init fills o with the documented defaults. */
-TETHER_API void tether_sim_opts_init(tether_sim_opts *o);
-
-/* A simulated server and its connections. Thread-safe. */
-typedef struct tether_sim tether_sim;
-
-/* tether_sim_create makes a simulated server. */
-TETHER_API int tether_sim_create(tether_sim **out, const tether_sim_opts *o,
-                                 tether_error *err);
-
-/* tether_sim_destroy frees sim (NULL is accepted); its connections must be
- * closed first. */
-TETHER_API void tether_sim_destroy(tether_sim *sim);
-
-/* tether_sim_set_down makes the server refuse every connect (down = 1) or
- * accept them again (down = 0). */
-TETHER_API void tether_sim_set_down(tether_sim *sim, int down);
-
-/* tether_sim_fail_next makes the next n connects fail with code and class
- * (for instance TETHER_EAUTH, permanent), before any random fault. */
-TETHER_API void tether_sim_fail_next(tether_sim *sim, int n, int code,
-                                     tether_class cls);
-
-/* tether_sim_break_all breaks every open connection (like terminating every
- * backend): each is seen as broken by its next liveness check. */
-TETHER_API void tether_sim_break_all(tether_sim *sim);
-
-/* tether_sim_fatal_all marks every open connection as having seen a fatal
- * server event (shutdown, failover): the pool is cleared when one returns. */
-TETHER_API void tether_sim_fatal_all(tether_sim *sim);
-
-/* Counters of a simulated server. */
-typedef struct tether_sim_stats {
-    uint64_t connects;    /* connect attempts */
-    uint64_t connected;   /* successful connects */
-    uint64_t open;        /* connections open now */
-    uint64_t closed;
-    uint64_t validations; /* round trips */
-    uint64_t probes;      /* liveness checks that asked for the socket
-                             probe (counted; a sim breaks in memory) */
-    uint64_t resets;
-    uint64_t uses;        /* tether_sim_use calls */
-} tether_sim_stats;
-
-/* tether_sim_stats_get copies the counters of sim into out. */
-TETHER_API void tether_sim_stats_get(tether_sim *sim, tether_sim_stats *out);
-
-/* tether_sim_use does a pretend query on a sim connection (the handle from
- * tether_lease_handle): 0, or TETHER_EBROKEN when the connection broke (or
- * breaks now, at break_in_use_rate), with err filled. */
-TETHER_API int tether_sim_use(void *handle, tether_error *err);
-
-/* tether_sim_conn_id returns the unique id of a sim connection handle. */
-TETHER_API uint64_t tether_sim_conn_id(void *handle);
-
 /* ------------------------------------------------------------------------ */
-/* Connector (C1-C5): one logical connection, many endpoints                */
+/* Connector: one logical connection, many endpoints                       */
 /* ------------------------------------------------------------------------ */
 
 /* Which server a connection must reach (libpq's target_session_attrs, plus
@@ -744,26 +667,40 @@ typedef enum tether_target {
     TETHER_TARGET_PREFER_PRIMARY
 } tether_target;
 
-/* Connection strategies (tether_strategy keyword). */
-typedef enum tether_connect_strategy {
-    TETHER_CONNECT_SEQUENTIAL = 0, /* each host in order, then a pause */
-    TETHER_CONNECT_MIRRORING,      /* seed 000 with the first two hosts */
-    TETHER_CONNECT_STREAMING,      /* seed 003: random start, provisioning */
-    TETHER_CONNECT_RANDOM,         /* hosts in a random order per connect */
-    TETHER_CONNECT_ROUND_ROBIN,    /* start at the next host each connect */
-    TETHER_CONNECT_RACE            /* staggered parallel attempts */
-} tether_connect_strategy;
+/* A server's role. */
+typedef enum tether_role {
+    TETHER_ROLE_UNKNOWN = 0, /* not reported and not asked */
+    TETHER_ROLE_PRIMARY,     /* accepts writes */
+    TETHER_ROLE_STANDBY      /* read-only (a hot standby) */
+} tether_role;
 
-/* One step of a connect, reported to the event callback (C5). */
+/* tether_role_name returns "unknown", "primary" or "standby". */
+TETHER_API const char *tether_role_name(tether_role role);
+
+/* The steps of a connect, as the event callback reports them. */
+typedef enum tether_phase {
+    TETHER_PHASE_FAIL = 0, /* an attempt failed (code, cls, message) */
+    TETHER_PHASE_OK,       /* an attempt connected to a server that fits */
+    TETHER_PHASE_ROLE,     /* it connected, but to a server of the wrong
+                              role (role says which) */
+    TETHER_PHASE_SKIP,     /* the host-state cache skipped the host */
+    TETHER_PHASE_PAUSE,    /* a pause between passes (delay_ms) */
+    TETHER_PHASE_PROVISION /* the provisioning callback was called */
+} tether_phase;
+
+/* tether_phase_name returns "fail", "ok", "role", "skip", "pause",
+ * "provision" or "unknown". */
+TETHER_API const char *tether_phase_name(tether_phase phase);
+
+/* One step of a connect, reported to the event callback. */
 typedef struct tether_connect_event {
-    int attempt;         /* 1-based attempt number (0 for pauses) */
-    const char *host;    /* endpoint (no secrets) */
+    int attempt;      /* 1-based attempt number (0 for pauses) */
+    const char *host; /* endpoint (no secrets) */
     int port;
-    const char *phase;   /* "resolve", "connect", "role", "skip", "pause",
-                            "provision", "ok", "fail" */
-    int code;            /* 0 or the failure's TETHER_E* code */
+    tether_phase phase;
+    int code; /* 0 or the failure's TETHER_E* code */
     tether_class cls;
-    int role;            /* 0 unknown, 1 primary, 2 standby */
+    tether_role role;    /* OK and ROLE: the server's role */
     int64_t elapsed_ms;  /* since the connect began */
     int64_t budget_ms;   /* this attempt's budget (-1 unbounded) */
     int64_t delay_ms;    /* pauses */
@@ -772,18 +709,19 @@ typedef struct tether_connect_event {
 
 typedef void (*tether_event_fn)(void *ctx, const tether_connect_event *ev);
 
-/* An endpoint provisioning callback (C4): called when a pass over the host
+/* An endpoint provisioning callback: called when a pass over the host
  * list is exhausted (and first, for the streaming strategy). It writes a
  * new list as "host:port,host:port" into buf (cap bytes) and returns 0, or
  * a negative code when the provisioning service failed. */
 typedef int (*tether_provision_fn)(void *ctx, char *buf, size_t cap);
 
 /* Connector options. Defaults: the PostgreSQL driver, no callbacks, real
- * clock, seed 0. The conninfo (libpq key=value or postgresql:// URI) also
- * carries tether's own keywords (docs/conninfo.md), taken out before libpq
- * sees the rest. */
+ * clock, seed 0. The conninfo (libpq key=value or postgresql:// URI; "" for
+ * libpq's defaults) also carries tether's own keywords (docs/conninfo.md),
+ * taken out before the driver sees the rest; a keyword it leaves out takes
+ * its PG* environment variable, as in libpq. */
 typedef struct tether_connector_opts {
-    const char *conninfo; /* required */
+    const char *conninfo;        /* required */
     const tether_driver *driver; /* NULL: tether_driver_pq() */
     void *driver_ctx;            /* with a driver: its parameters */
     tether_event_fn on_event;
@@ -830,24 +768,8 @@ TETHER_API void tether_connector_invalidate(tether_connector *c);
 /* tether_target_name returns "any", "read-write", ... */
 TETHER_API const char *tether_target_name(tether_target t);
 
-/* tether_driver_pq returns the PostgreSQL driver (libpq; connects without
- * blocking). tether_lease_handle and tether_connector_connect give the
- * PGconn *, in libpq's usual blocking mode. */
-TETHER_API const tether_driver *tether_driver_pq(void);
-
-/* tether_pq_error fills err from a failed libpq call in a work function:
- * from pgresult (a PGresult *: its SQLSTATE and primary message) when it
- * carries an SQLSTATE, else from the state of pgconn (a PGconn *; a lost
- * connection is TETHER_EBROKEN, transient, not_sent 0). Classes follow the
- * SQLSTATE (docs/pq-driver.md): 40001/40P01 TETHER_ECONFLICT and 53300
- * TETHER_ETHROTTLED are transient or throttled, 25006 TETHER_EREADONLY
- * re-routes to the primary, class 28 is permanent. Returns the code
- * (negative), or 0 when pgresult is a successful result. */
-TETHER_API int tether_pq_error(void *pgconn, void *pgresult,
-                               tether_error *err);
-
 /* ------------------------------------------------------------------------ */
-/* Pool (P1-P12)                                                            */
+/* Pool                                                                     */
 /* ------------------------------------------------------------------------ */
 
 /* Pool options. Defaults (tether_pool_opts_init): min 0, max 10, at most 2
@@ -859,8 +781,8 @@ TETHER_API int tether_pq_error(void *pgconn, void *pgresult,
  * connection that comes back), validation bypass
  * window 500 ms, validation timeout 5 s, socket probe of connections idle
  * 50 us or longer (the cheap liveness check's system call; see
- * probe_idle_us), keepalive of idle connections every 2 min, idle timeout 4 min (each
- * connection gets a random value in [1, 2] x that: 4-8 min), max lifetime
+ * probe_idle_us), keepalive of idle connections every 2 min, idle timeout 4 min
+ * (each connection gets a random value in [1, 2] x that: 4-8 min), max lifetime
  * 30 min (each connection gets a random value in [0.85, 1] x that, and
  * retirements are spaced), leak threshold 0 (off), breaker preset
  * "blocking-period" (use_breaker 1), retry policy for tether_pool_run:
@@ -881,22 +803,22 @@ typedef struct tether_pool_opts {
     int max_creating;
     int64_t acquire_timeout_ms;
     int max_waiters;
-    int64_t barge_limit_us;      /* how long arrivals may take idle
-                                    connections ahead of the first waiter
-                                    (0 = strict FIFO) */
-    int64_t validate_idle_ms;    /* round trip only if idle longer */
+    int64_t barge_limit_us;   /* how long arrivals may take idle
+                                 connections ahead of the first waiter
+                                 (0 = strict FIFO) */
+    int64_t validate_idle_ms; /* round trip only if idle longer */
     int64_t validate_timeout_ms;
-    int64_t probe_idle_us;       /* the liveness check also polls the
-                                    socket when the connection has been idle
-                                    this long (us); 0 = on every checkout */
-    int64_t keepalive_ms;        /* 0 = off */
-    int64_t idle_timeout_ms;     /* 0 = never (idle above min_size) */
-    int64_t max_lifetime_ms;     /* 0 = unlimited */
-    int64_t leak_threshold_ms;   /* 0 = off */
+    int64_t probe_idle_us;     /* the liveness check also polls the
+                                  socket when the connection has been idle
+                                  this long (us); 0 = on every checkout */
+    int64_t keepalive_ms;      /* 0 = off */
+    int64_t idle_timeout_ms;   /* 0 = never (idle above min_size) */
+    int64_t max_lifetime_ms;   /* 0 = unlimited */
+    int64_t leak_threshold_ms; /* 0 = off */
     int use_breaker;
     tether_breaker_opts breaker;
     tether_retry_opts retry;
-    const char *reset_query;     /* run on release (e.g. "DISCARD ALL") */
+    const char *reset_query; /* run on release (e.g. "DISCARD ALL") */
     tether_log_fn log;
     void *log_ctx;
     const tether_clock *clock;
@@ -920,8 +842,9 @@ TETHER_API int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
 
 /* tether_pool_open creates a PostgreSQL pool from a connection string:
  * hosts, strategy, role target and pool settings all come from conninfo's
- * keywords (docs/conninfo.md); events and provisioning may be NULL. The
- * pool owns its connector. */
+ * keywords (docs/conninfo.md), and a keyword the string leaves out from its
+ * PG* environment variable, as in libpq. on_event (may be NULL) sees every
+ * connect attempt. The pool owns its connector. */
 TETHER_API int tether_pool_open(tether_pool **out, const char *conninfo,
                                 tether_event_fn on_event, void *event_ctx,
                                 tether_error *err);
@@ -972,10 +895,7 @@ TETHER_API void tether_pool_clear(tether_pool *p);
 /* The caller's work for tether_pool_run: use handle within
  * attempt->timeout_ms; on failure fill err and return a negative code. */
 typedef int (*tether_work_fn)(void *handle, void *arg,
-                              const tether_attempt *attempt,
-                              tether_error *err);
-
-#define TETHER_READONLY 2u /* run flag: read-only work (standby allowed) */
+                              const tether_attempt *attempt, tether_error *err);
 
 /* tether_pool_run acquires a connection, calls fn with it and releases it,
  * retrying transient failures under the pool's retry policy: idempotent
@@ -983,8 +903,7 @@ typedef int (*tether_work_fn)(void *handle, void *arg,
  * surely never reached the server. A broken connection is discarded, never
  * returned to the pool. */
 TETHER_API int tether_pool_run(tether_pool *p, unsigned flags,
-                               tether_work_fn fn, void *arg,
-                               tether_error *err);
+                               tether_work_fn fn, void *arg, tether_error *err);
 
 /* tether_pool_run_for is tether_pool_run within timeout_ms: waiting for a
  * connection, every attempt and every pause end by then (the pool's retry
@@ -1036,7 +955,7 @@ TETHER_API size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf,
                                                  size_t cap);
 
 /* ------------------------------------------------------------------------ */
-/* Registry (P8)                                                            */
+/* Registry                                                                 */
 /* ------------------------------------------------------------------------ */
 
 /* Registry options. Defaults: pool template from tether_pool_opts_init with
@@ -1047,8 +966,8 @@ TETHER_API size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf,
  * settings all from the string); otherwise every pool copies the template
  * (its connector must be NULL). */
 typedef struct tether_registry_opts {
-    tether_pool_opts pool;   /* template for new pools (conninfo ignored) */
-    int64_t evict_idle_ms;   /* 0 = never evict */
+    tether_pool_opts pool; /* template for new pools (conninfo ignored) */
+    int64_t evict_idle_ms; /* 0 = never evict */
 } tether_registry_opts;
 
 /* tether_registry_opts_init fills o with the documented defaults. */
@@ -1071,9 +990,8 @@ TETHER_API void tether_registry_destroy(tether_registry *r);
 TETHER_API int tether_registry_acquire_at(tether_registry *r,
                                           const char *conninfo,
                                           int64_t timeout_ms,
-                                          tether_lease **out,
-                                          tether_error *err, const char *file,
-                                          int line);
+                                          tether_lease **out, tether_error *err,
+                                          const char *file, int line);
 
 /* tether_registry_acquire borrows a connection, recording the caller. */
 #define tether_registry_acquire(r, conninfo, timeout_ms, out, err)             \

@@ -3,6 +3,8 @@
 #define TETHER_CLI_H
 
 #include "tether.h"
+#include "tether_pq.h"
+#include "tether_sim.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -8,10 +8,6 @@
 
 static int json_mode;
 
-static const char *role_name(int role) {
-    return role == 1 ? "primary" : role == 2 ? "standby" : "unknown";
-}
-
 static void on_event(void *ctx, const tether_connect_event *ev) {
     (void)ctx;
     if (json_mode) {
@@ -19,21 +15,24 @@ static void on_event(void *ctx, const tether_connect_event *ev) {
         /* pauses: delay_ms says how long */
         cli_json_str(ev->host);
         printf(",\"port\":%d,\"phase\":\"%s\",\"class\":\"%s\",\"code\":",
-               ev->port, ev->phase, tether_class_name(ev->cls));
+               ev->port, tether_phase_name(ev->phase),
+               tether_class_name(ev->cls));
         cli_json_str(ev->code ? tether_errname(ev->code) : "");
         printf(",\"role\":\"%s\",\"elapsed_ms\":%lld,\"budget_ms\":%lld,"
                "\"delay_ms\":%lld,\"message\":",
-               role_name(ev->role), (long long)ev->elapsed_ms,
+               tether_role_name(ev->role), (long long)ev->elapsed_ms,
                (long long)ev->budget_ms, (long long)ev->delay_ms);
         cli_json_str(ev->message);
         printf("}\n");
-    } else if (!strcmp(ev->phase, "pause") || !strcmp(ev->phase, "provision")) {
-        printf("%8lld ms  %-9s %lld ms\n", (long long)ev->elapsed_ms, ev->phase,
-               (long long)ev->delay_ms);
+    } else if (ev->phase == TETHER_PHASE_PAUSE ||
+               ev->phase == TETHER_PHASE_PROVISION) {
+        printf("%8lld ms  %-9s %lld ms\n", (long long)ev->elapsed_ms,
+               tether_phase_name(ev->phase), (long long)ev->delay_ms);
     } else {
         printf("%8lld ms  %-9s #%-3d %s:%d%s%s%s\n", (long long)ev->elapsed_ms,
-               ev->phase, ev->attempt, ev->host, ev->port, ev->role ? " (" : "",
-               ev->role ? role_name(ev->role) : "", ev->role ? ")" : "");
+               tether_phase_name(ev->phase), ev->attempt, ev->host, ev->port,
+               ev->role ? " (" : "", ev->role ? tether_role_name(ev->role) : "",
+               ev->role ? ")" : "");
         if (ev->code)
             printf("%14s%s, %s: %s\n", "", tether_errname(ev->code),
                    tether_class_name(ev->cls), ev->message);

@@ -1,192 +1,103 @@
 /* config.c - a connection string (libpq key=value or postgresql:// URI)
- * into the connector's configuration: the host/port list, tether's own
- * keywords (tether_*, plus libpq's target_session_attrs, connect_timeout
- * and load_balance_hosts, which tether implements itself) and the libpq
- * keywords passed on to the driver. docs/conninfo.md lists them all. */
+ * into the connector's configuration: the host/port list, the connector's
+ * keywords (tether_strategy and the rest, plus libpq's
+ * target_session_attrs, connect_timeout and load_balance_hosts, which
+ * tether implements itself) and the libpq keywords passed on to the
+ * driver. The pool's keywords are left to the pool. A keyword the string
+ * does not set takes its PG* environment variable, as in libpq.
+ * docs/conninfo.md lists them all. */
 #include "connector.h"
-#include "registry/conninfo.h"
+#include "conninfo.h"
 
 #include <errno.h>
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static int spec_error(tether_error *err, const char *key, const char *val,
-                      const char *want) {
-    return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                            "connection string: bad value \"%.40s\" for "
-                            "%s: %s",
-                            val, key, want);
-}
-
-static int parse_count(const char *key, const char *v, int lo, int hi, int *out,
-                       tether_error *err) {
-    char *end;
-    errno = 0;
-    long n = strtol(v, &end, 10);
-    if (!*v || *end || errno || n < lo || n > hi) {
-        char want[64];
-        snprintf(want, sizeof(want), "want an integer in [%d, %d]", lo, hi);
-        return spec_error(err, key, v, want);
-    }
-    *out = (int)n;
-    return 0;
-}
-
-/* A duration with unit; "0", "inf" and "infinite" mean no limit when
- * inf_ok (stored as -1). */
-static int parse_ms(const char *key, const char *v, int inf_ok, int64_t *out,
-                    tether_error *err) {
-    if (inf_ok &&
-        (!strcmp(v, "inf") || !strcmp(v, "infinite") || !strcmp(v, "0"))) {
-        *out = -1;
-        return 0;
-    }
-    if (tether_duration_parse(v, out) == 0)
-        return 0;
-    return spec_error(err, key, v, "want a duration such as 500ms, 15s, 2m");
-}
-
 static const char *const target_names[] = {
-    "any",     "read-write",     "primary",       "read-only",
-    "standby", "prefer-standby", "prefer-primary"};
+    "any",     "read-write",     "primary",        "read-only",
+    "standby", "prefer-standby", "prefer-primary", NULL};
 
 const char *tether_target_name(tether_target t) {
-    if ((unsigned)t < sizeof(target_names) / sizeof(target_names[0]))
+    if ((unsigned)t < sizeof(target_names) / sizeof(target_names[0]) - 1)
         return target_names[t];
     return "unknown";
 }
 
 static const char *const strategy_names[] = {
-    "sequential", "mirroring", "streaming", "random", "round-robin", "race"};
+    "sequential",  "mirroring", "streaming", "random",
+    "round-robin", "race",      NULL};
 
-static int lookup(const char *const *names, int n, const char *v) {
-    for (int i = 0; i < n; i++)
-        if (!strcmp(names[i], v))
-            return i;
-    return -1;
+const char *tether_strategy_name(tether_strategy s) {
+    if ((unsigned)s < sizeof(strategy_names) / sizeof(strategy_names[0]) - 1)
+        return strategy_names[s];
+    return "unknown";
 }
 
-static int parse_bool(const char *key, const char *v, int *out,
-                      tether_error *err) {
-    if (!strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "1")) {
-        *out = 1;
-        return 0;
-    }
-    if (!strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "0")) {
-        *out = 0;
-        return 0;
-    }
-    return spec_error(err, key, v, "want on or off");
+int tether_strategy_parse(const char *name, tether_strategy *out) {
+    for (int i = 0; name && strategy_names[i]; i++)
+        if (!strcmp(name, strategy_names[i])) {
+            *out = (tether_strategy)i;
+            return 0;
+        }
+    return TETHER_ESPEC;
 }
 
-static int set_str(char **dst, const char *v, tether_error *err) {
-    free(*dst);
-    *dst = strdup(v);
-    return *dst ? 0
-                : tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
-                                   NULL);
-}
-
-/* Specs in a connection string: a retry, breaker or pause policy. */
-static int parse_spec(tether__conncfg *cfg, const char *key, const char *v,
-                      tether_error *err) {
-    int rc;
+/* tether_pause: the pause between passes, a retry spec's backoff. */
+static int set_pause(void *base, const char *key, const char *v,
+                     tether_error *err) {
+    tether__conncfg *cfg = base;
+    tether_retry_opts ro;
     tether_error e2 = {0};
-    if (!strcmp(key, "tether_retry")) {
-        rc = tether_retry_opts_parse(v, &cfg->retry, &e2);
-        cfg->has_retry = rc == 0;
-    } else if (!strcmp(key, "tether_breaker")) {
-        rc = tether_breaker_opts_parse(v, &cfg->breaker, &e2);
-        cfg->has_breaker = rc == 0;
-    } else {
-        tether_retry_opts ro;
-        rc = tether_retry_opts_parse(v, &ro, &e2);
-        if (rc == 0)
-            cfg->pause = ro.backoff;
+    if (tether_retry_opts_parse(v, &ro, &e2) == 0) {
+        cfg->pause = ro.backoff;
+        return 0;
     }
-    if (rc)
-        return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                                "connection string: %s: %s", key, e2.message);
+    return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                            "connection string: %s: %s", key, e2.message);
+}
+
+static int set_load_balance(void *base, const char *key, const char *v,
+                            tether_error *err) {
+    tether__conncfg *cfg = base;
+    if (strcmp(v, "random") && strcmp(v, "disable"))
+        return tether__conninfo_bad_value(key, v, "want random or disable",
+                                          err);
+    if (!strcmp(v, "random"))
+        cfg->strategy = TETHER_STRATEGY_RANDOM;
     return 0;
 }
 
-static int tether_key(tether__conncfg *cfg, const char *k, const char *v,
-                      tether_error *err) {
-    int i;
-    if (!strcmp(k, "tether_strategy")) {
-        if ((i = lookup(strategy_names, 6, v)) < 0)
-            return spec_error(err, k, v,
-                              "want sequential, mirroring, streaming, "
-                              "random, round-robin or race");
-        cfg->strategy = (tether_connect_strategy)i;
-        return 0;
-    }
-    if (!strcmp(k, "tether_login_timeout"))
-        return parse_ms(k, v, 1, &cfg->login_timeout_ms, err);
-    if (!strcmp(k, "tether_attempt_timeout"))
-        return parse_ms(k, v, 0, &cfg->attempt_timeout_ms, err);
-    if (!strcmp(k, "tether_recheck"))
-        return parse_ms(k, v, 0, &cfg->recheck_ms, err);
-    if (!strcmp(k, "tether_race_delay"))
-        return parse_ms(k, v, 0, &cfg->race_delay_ms, err);
-    if (!strcmp(k, "tether_acquire_timeout"))
-        return parse_ms(k, v, 0, &cfg->acquire_timeout_ms, err);
-    if (!strcmp(k, "tether_idle_timeout"))
-        return parse_ms(k, v, 0, &cfg->idle_timeout_ms, err);
-    if (!strcmp(k, "tether_max_lifetime"))
-        return parse_ms(k, v, 0, &cfg->max_lifetime_ms, err);
-    if (!strcmp(k, "tether_validate_idle"))
-        return parse_ms(k, v, 0, &cfg->validate_idle_ms, err);
-    if (!strcmp(k, "tether_leak_threshold"))
-        return parse_ms(k, v, 0, &cfg->leak_threshold_ms, err);
-    if (!strcmp(k, "tether_probe_idle_us"))
-        return parse_count(k, v, 0, 1000000000, &cfg->probe_idle_us, err);
-    if (!strcmp(k, "tether_barge_limit_us"))
-        return parse_count(k, v, 0, 1000000000, &cfg->barge_limit_us, err);
-    if (!strcmp(k, "tether_pool_min"))
-        return parse_count(k, v, 0, 100000, &cfg->pool_min, err);
-    if (!strcmp(k, "tether_pool_max"))
-        return parse_count(k, v, 1, 100000, &cfg->pool_max, err);
-    if (!strcmp(k, "tether_pooling"))
-        return parse_bool(k, v, &cfg->pooling, err);
-    if (!strcmp(k, "tether_reset_query"))
-        return set_str(&cfg->reset_query, v, err);
-    if (!strcmp(k, "tether_retry") || !strcmp(k, "tether_breaker") ||
-        !strcmp(k, "tether_pause"))
-        return parse_spec(cfg, k, v, err);
-    return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                            "connection string: unknown tether keyword "
-                            "\"%.40s\" (see docs/conninfo.md)",
-                            k);
-}
-
-/* libpq keywords tether implements itself. */
-static int libpq_own(tether__conncfg *cfg, const char *k, const char *v,
-                     tether_error *err) {
-    int i;
-    if (!strcmp(k, "target_session_attrs")) {
-        if ((i = lookup(target_names, 7, v)) < 0)
-            return spec_error(err, k, v,
-                              "want any, read-write, primary, read-only, "
-                              "standby, prefer-standby or prefer-primary");
-        cfg->target = (tether_target)i;
-        return 0;
-    }
-    if (!strcmp(k, "load_balance_hosts")) {
-        if (strcmp(v, "random") && strcmp(v, "disable"))
-            return spec_error(err, k, v, "want random or disable");
-        if (!strcmp(v, "random"))
-            cfg->strategy = TETHER_CONNECT_RANDOM;
-        return 0;
-    }
-    /* connect_timeout: libpq's per-host limit in seconds ("0": none). */
-    int secs = 0;
-    int rc = parse_count(k, v, 0, 86400 * 365, &secs, err);
+/* connect_timeout: libpq's per-host limit in whole seconds ("0": none). */
+static int set_connect_timeout(void *base, const char *key, const char *v,
+                               tether_error *err) {
+    static const tether__keydef defs[] = {TETHER__KD_RANGE("connect_timeout",
+                                                           TETHER__KD_I64, 0, 0,
+                                                           86400LL * 365),
+                                          TETHER__KD_END};
+    int64_t n = 0;
+    int rc = tether__keydefs_apply(defs, &n, key, v, err);
     if (rc == 0)
-        cfg->attempt_timeout_ms = (int64_t)secs * 1000;
+        ((tether__conncfg *)base)->attempt_timeout_ms = n * 1000;
     return rc;
 }
+
+#define CFG(f) offsetof(tether__conncfg, f)
+
+static const tether__keydef connector_keys[] = {
+    TETHER__KD_NAMES("tether_strategy", CFG(strategy), strategy_names),
+    TETHER__KD("tether_login_timeout", TETHER__KD_MS_INF,
+               CFG(login_timeout_ms)),
+    TETHER__KD("tether_attempt_timeout", TETHER__KD_MS,
+               CFG(attempt_timeout_ms)),
+    TETHER__KD("tether_recheck", TETHER__KD_MS, CFG(recheck_ms)),
+    TETHER__KD("tether_race_delay", TETHER__KD_MS, CFG(race_delay_ms)),
+    TETHER__KD_CALL("tether_pause", set_pause),
+    TETHER__KD_NAMES("target_session_attrs", CFG(target), target_names),
+    TETHER__KD_CALL("load_balance_hosts", set_load_balance),
+    TETHER__KD_CALL("connect_timeout", set_connect_timeout),
+    TETHER__KD_END};
 
 static int add_param(tether__conncfg *cfg, const char *k, const char *v,
                      tether_error *err) {
@@ -230,7 +141,8 @@ static int parse_port(const char *p, int *port, tether_error *err) {
     char *end;
     long v = strtol(p, &end, 10);
     if (!*p || *end || v < 1 || v > 65535)
-        return spec_error(err, "port", p, "want a number in [1, 65535]");
+        return tether__conninfo_bad_value("port", p,
+                                          "want a number in [1, 65535]", err);
     *port = (int)v;
     return 0;
 }
@@ -274,39 +186,78 @@ static void defaults(tether__conncfg *cfg) {
     tether_backoff_opts_init(&cfg->pause);
     cfg->pause.base_ms = 100;
     cfg->pause.max_ms = 2000;
-    tether_pool_opts po;
-    tether_pool_opts_init(&po);
-    cfg->pool_min = po.min_size;
-    cfg->pool_max = po.max_size;
-    cfg->acquire_timeout_ms = po.acquire_timeout_ms;
-    cfg->idle_timeout_ms = po.idle_timeout_ms;
-    cfg->max_lifetime_ms = po.max_lifetime_ms;
-    cfg->validate_idle_ms = po.validate_idle_ms;
-    cfg->probe_idle_us = (int)po.probe_idle_us;
-    cfg->barge_limit_us = (int)po.barge_limit_us;
-    cfg->leak_threshold_ms = po.leak_threshold_ms;
-    cfg->retry = po.retry;
-    cfg->breaker = po.breaker;
-    cfg->pooling = 1;
 }
 
 static int one_key(tether__conncfg *cfg, const char *k, const char *v,
                    tether_error *err) {
+    switch (tether__conninfo_kind(k)) {
+    case TETHER__KW_CONNECTOR:
+        return tether__keydefs_apply(connector_keys, cfg, k, v, err);
+    case TETHER__KW_LIBPQ:
+        return add_param(cfg, k, v, err);
+    case TETHER__KW_ENDPOINT: /* the endpoint list */
+    case TETHER__KW_POOL:     /* the pool's (tether_pool_open) */
+        return 0;
+    default:
+        break;
+    }
     if (!strncmp(k, "tether_", 7))
-        return tether_key(cfg, k, v, err);
-    if (!strcmp(k, "target_session_attrs") ||
-        !strcmp(k, "load_balance_hosts") || !strcmp(k, "connect_timeout"))
-        return libpq_own(cfg, k, v, err);
-    if (!strcmp(k, "host") || !strcmp(k, "port") || !strcmp(k, "hostaddr"))
-        return 0;                   /* the endpoint list */
-    if (!tether__conninfo_known(k)) /* not quoted: it may be the tail of
-                                       an unquoted password with a space */
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                                "connection string: a keyword is neither "
-                                "libpq's nor tether's (unknown keyword; "
-                                "its name is not shown in case it is part "
-                                "of a password)");
-    return add_param(cfg, k, v, err);
+                                "connection string: unknown tether keyword "
+                                "\"%.40s\" (see docs/conninfo.md)",
+                                k);
+    /* Not quoted: it may be the tail of an unquoted password with a space. */
+    return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                            "connection string: a keyword is neither "
+                            "libpq's nor tether's (unknown keyword; its name "
+                            "is not shown in case it is part of a password)");
+}
+
+/* env_default returns what libpq takes for keyword kw when a connection
+ * string leaves it out: its PG* environment variable's value, when set
+ * (malloc'd), else NULL. */
+static char *env_default(PQconninfoOption *defs, const char *kw) {
+    for (PQconninfoOption *o = defs; o && o->keyword; o++)
+        if (!strcmp(o->keyword, kw) && o->envvar && getenv(o->envvar) && o->val)
+            return strdup(o->val);
+    if (!strcmp(kw, "load_balance_hosts") && getenv("PGLOADBALANCEHOSTS"))
+        return strdup(getenv("PGLOADBALANCEHOSTS"));
+    return NULL;
+}
+
+/* The connector's keywords the string leaves out, from the environment. */
+static int env_keys(tether__conncfg *cfg, const tether__conninfo *ci,
+                    PQconninfoOption *defs, tether_error *err) {
+    const char *k;
+    int rc = 0;
+    for (size_t i = 0;
+         rc == 0 && (k = tether__conninfo_keyword(TETHER__KW_CONNECTOR, i));
+         i++) {
+        if (tether__conninfo_get(ci, k))
+            continue;
+        char *v = env_default(defs, k);
+        if (v)
+            rc = tether__keydefs_apply(connector_keys, cfg, k, v, err);
+        free(v);
+    }
+    return rc;
+}
+
+/* host, port, hostaddr: from the string, else the environment. */
+static int endpoints(tether__conncfg *cfg, const tether__conninfo *ci,
+                     PQconninfoOption *defs, tether_error *err) {
+    static const char *const kw[3] = {"host", "port", "hostaddr"};
+    char *env[3] = {NULL, NULL, NULL};
+    const char *v[3];
+    for (int i = 0; i < 3; i++) {
+        v[i] = tether__conninfo_get(ci, kw[i]);
+        if (!v[i])
+            v[i] = env[i] = env_default(defs, kw[i]);
+    }
+    int rc = build_endpoints(cfg, v[0], v[1], v[2], err);
+    for (int i = 0; i < 3; i++)
+        free(env[i]);
+    return rc;
 }
 
 int tether__conncfg_parse(const char *conninfo, tether__conncfg *cfg,
@@ -317,15 +268,12 @@ int tether__conncfg_parse(const char *conninfo, tether__conncfg *cfg,
     int rc = tether__conninfo_parse(conninfo, &ci, err);
     for (size_t i = 0; rc == 0 && i < ci.n; i++)
         rc = one_key(cfg, ci.kv[i].key, ci.kv[i].val, err);
+    PQconninfoOption *defs = rc == 0 ? PQconndefaults() : NULL;
     if (rc == 0)
-        rc = build_endpoints(cfg, tether__conninfo_get(&ci, "host"),
-                             tether__conninfo_get(&ci, "port"),
-                             tether__conninfo_get(&ci, "hostaddr"), err);
-    if (rc == 0 && cfg->pool_min > cfg->pool_max)
-        rc = tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                              "connection string: tether_pool_min (%d) is "
-                              "above tether_pool_max (%d)",
-                              cfg->pool_min, cfg->pool_max);
+        rc = env_keys(cfg, &ci, defs, err);
+    if (rc == 0)
+        rc = endpoints(cfg, &ci, defs, err);
+    PQconninfoFree(defs);
     if (rc == 0 && !(cfg->display = tether__conninfo_dup(&ci, 1)))
         rc = tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT, NULL);
     tether__conninfo_free(&ci);
@@ -350,7 +298,6 @@ void tether__conncfg_free(tether__conncfg *cfg) {
     }
     free(cfg->keys);
     free(cfg->vals);
-    free(cfg->reset_query);
     free(cfg->display);
     memset(cfg, 0, sizeof(*cfg));
 }

@@ -11,36 +11,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef TETHER_HAVE_PQ
-#include "drivers/pq.h"
-#endif
-
 void tether_connector_opts_init(tether_connector_opts *o) {
     memset(o, 0, sizeof(*o));
 }
 
 /* ---- create / destroy ---------------------------------------------------- */
 
+/* The driver and its parameters: the given driver_ctx, or parameters the
+ * driver builds from the connection string's driver keywords. */
 static int make_driver_ctx(tether_connector *c, tether_error *err) {
-    if (c->o.driver) {
-        c->drv = c->o.driver;
+    c->drv = c->o.driver ? c->o.driver : tether_driver_pq();
+    if (c->o.driver_ctx || !c->drv->params_create) {
         c->dctx = c->o.driver_ctx;
         return 0;
     }
-#ifdef TETHER_HAVE_PQ
-    c->drv = tether_driver_pq();
-    tether__pq_params *pp = NULL;
-    int rc = tether__pq_params_create(&pp, (const char *const *)c->cfg.keys,
-                                      (const char *const *)c->cfg.vals,
-                                      c->cfg.nparams, err);
-    c->dctx = pp;
-    c->dctx_free = (void (*)(void *))tether__pq_params_destroy;
-    return rc;
-#else
-    return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
-                            "connector: no driver given and tether was "
-                            "built without libpq");
-#endif
+    c->dctx_free = c->drv->params_destroy;
+    return c->drv->params_create((const char *const *)c->cfg.keys,
+                                 (const char *const *)c->cfg.vals,
+                                 c->cfg.nparams, &c->dctx, err);
+}
+
+const tether_driver *tether__connector_driver(const tether_connector *c) {
+    return c->drv;
 }
 
 int tether_connector_create(tether_connector **out,
@@ -90,9 +82,23 @@ void tether_connector_invalidate(tether_connector *c) {
 
 /* ---- roles, cache, events ------------------------------------------------ */
 
-int tether__role_fits(tether_target t, int role) {
-    int primary = role == TETHER__ROLE_PRIMARY;
-    int standby = role == TETHER__ROLE_STANDBY;
+const char *tether_role_name(tether_role role) {
+    return role == TETHER_ROLE_PRIMARY   ? "primary"
+           : role == TETHER_ROLE_STANDBY ? "standby"
+                                         : "unknown";
+}
+
+const char *tether_phase_name(tether_phase phase) {
+    static const char *const names[] = {"fail", "ok",    "role",
+                                        "skip", "pause", "provision"};
+    if ((unsigned)phase < sizeof(names) / sizeof(names[0]))
+        return names[phase];
+    return "unknown";
+}
+
+int tether__role_fits(tether_target t, tether_role role) {
+    int primary = role == TETHER_ROLE_PRIMARY;
+    int standby = role == TETHER_ROLE_STANDBY;
     switch (t) {
     case TETHER_TARGET_READ_WRITE:
     case TETHER_TARGET_PRIMARY:
@@ -127,18 +133,18 @@ static int skippable(tether_connector *c, int i, int64_t now) {
         return 0;
     if (h.state == HS_DOWN)
         return 1;
-    int role =
-        h.state == HS_PRIMARY ? TETHER__ROLE_PRIMARY : TETHER__ROLE_STANDBY;
+    tether_role role =
+        h.state == HS_PRIMARY ? TETHER_ROLE_PRIMARY : TETHER_ROLE_STANDBY;
     return tether__role_fits(c->cfg.target, role) == 0;
 }
 
 void tether__connector_event(tether_connector *c, int attempt,
-                             const tether__ep *ep, const char *phase,
-                             const tether_error *err, int role,
+                             const tether__ep *ep, tether_phase phase,
+                             const tether_error *err, tether_role role,
                              int64_t elapsed_ms, int64_t budget_ms) {
     if (!c->o.on_event)
         return;
-    int pause = !strcmp(phase, "pause"); /* budget_ms carries the delay */
+    int pause = phase == TETHER_PHASE_PAUSE; /* budget_ms carries the delay */
     tether_connect_event ev = {attempt,
                                ep && ep->host ? ep->host : "(default)",
                                ep ? ep->port : 0,
@@ -206,34 +212,42 @@ static int connect_ep(run *r, const tether__ep *ep, int64_t budget, void **conn,
     return rc;
 }
 
-/* Judge a fresh connection's role: 1 take it, 0 closed (wrong role), 2
- * kept as the prefer-* fallback. */
-static int judge_role(run *r, int idx, void *conn, int *role) {
-    tether_connector *c = r->c;
-    *role = c->drv->role ? c->drv->role(conn) : TETHER__ROLE_UNKNOWN;
-    if (*role == TETHER__ROLE_UNKNOWN && c->cfg.target != TETHER_TARGET_ANY &&
-        c->drv->query_role) { /* the server did not say: ask it */
-        int64_t left = r->deadline_ms < 0 ? 5000 : r->deadline_ms - now_ms(r);
-        int q = c->drv->query_role(conn, TETHER__MAX(left, 1), NULL);
-        *role = q > 0 ? q : TETHER__ROLE_UNKNOWN;
+int tether__connector_judge(tether_connector *c, int idx, void *conn,
+                            int64_t now_ms, int64_t deadline_ms,
+                            tether_role *role) {
+    const tether_driver *d = c->drv;
+    tether_target t = c->cfg.target;
+    *role = d->role ? (tether_role)d->role(conn) : TETHER_ROLE_UNKNOWN;
+    if (*role == TETHER_ROLE_UNKNOWN && t != TETHER_TARGET_ANY &&
+        d->query_role) { /* the server did not say: ask it */
+        int64_t left = deadline_ms < 0 ? 5000 : deadline_ms - now_ms;
+        int q = d->query_role(conn, TETHER__MAX(left, 1), NULL);
+        *role = q > 0 ? (tether_role)q : TETHER_ROLE_UNKNOWN;
     }
-    if (*role != TETHER__ROLE_UNKNOWN)
+    if (*role != TETHER_ROLE_UNKNOWN)
         tether__connector_learn(
-            c, idx, *role == TETHER__ROLE_PRIMARY ? HS_PRIMARY : HS_STANDBY,
-            now_ms(r));
-    int fit =
-        *role == TETHER__ROLE_UNKNOWN && c->cfg.target != TETHER_TARGET_ANY
-            ? 2
-            : tether__role_fits(c->cfg.target, *role);
-    if (fit == 2 && c->cfg.target != TETHER_TARGET_PREFER_STANDBY &&
-        c->cfg.target != TETHER_TARGET_PREFER_PRIMARY)
-        fit = 0; /* unknown role cannot satisfy a strict target */
+            c, idx, *role == TETHER_ROLE_PRIMARY ? HS_PRIMARY : HS_STANDBY,
+            now_ms);
+    if (*role != TETHER_ROLE_UNKNOWN || t == TETHER_TARGET_ANY)
+        return tether__role_fits(t, *role);
+    /* An unknown role satisfies only a prefer-* target, as its fallback. */
+    return t == TETHER_TARGET_PREFER_STANDBY ||
+                   t == TETHER_TARGET_PREFER_PRIMARY
+               ? 2
+               : 0;
+}
+
+/* Judge a fresh connection: 1 take it, 0 closed (wrong role), 2 kept as
+ * the prefer-* fallback. */
+static int judge_role(run *r, int idx, void *conn, tether_role *role) {
+    int fit = tether__connector_judge(r->c, idx, conn, now_ms(r),
+                                      r->deadline_ms, role);
     if (fit == 2 && !r->fallback) {
         r->fallback = conn;
         return 2;
     }
     if (fit != 1)
-        c->drv->close(conn);
+        r->c->drv->close(conn);
     return fit == 1;
 }
 
@@ -245,51 +259,61 @@ static void note_failure(run *r, int idx, const tether_error *e) {
         tether__connector_learn(r->c, idx, HS_DOWN, now_ms(r));
 }
 
+/* Whether the cache says to skip endpoint idx now (never every one). */
+static int skip_now(run *r, int idx) {
+    tether_connector *c = r->c;
+    pthread_mutex_lock(&c->lock);
+    int64_t now = now_ms(r);
+    int skip = skippable(c, idx, now), others = 0;
+    for (int j = 0; skip && j < c->cfg.neps && !others; j++)
+        others = !skippable(c, j, now);
+    pthread_mutex_unlock(&c->lock);
+    return skip && others;
+}
+
+/* The error of a connection of the wrong role, into e. */
+static void wrong_role(run *r, const tether__ep *ep, tether_role role,
+                       tether_error *e) {
+    tether_error_set(e, TETHER_ENOHOST, TETHER_CLASS_TRANSIENT,
+                     "%s:%d is a %s, not %s", ep->host ? ep->host : "(default)",
+                     ep->port,
+                     role == TETHER_ROLE_UNKNOWN ? "server of unknown role"
+                                                 : tether_role_name(role),
+                     tether_target_name(r->c->cfg.target));
+}
+
 /* One ATTEMPT step. Returns 1 with *conn when done, else 0. */
 static int attempt(run *r, const tether_step *st, void **conn) {
     tether_connector *c = r->c;
     int idx = r->order[st->host % r->n];
     const tether__ep *ep = &c->cfg.eps[idx];
-    int64_t el = now_ms(r) - r->start_ms;
-    pthread_mutex_lock(&c->lock);
-    int64_t now = now_ms(r);
-    int skip = skippable(c, idx, now), others = 0;
-    for (int j = 0; skip && j < c->cfg.neps && !others; j++)
-        others = !skippable(c, j, now); /* never skip every endpoint */
-    skip = skip && others;
-    pthread_mutex_unlock(&c->lock);
-    if (skip) {
-        tether__connector_event(c, st->attempt, ep, "skip", NULL, 0, el, 0);
+    if (skip_now(r, idx)) {
+        tether__connector_event(c, st->attempt, ep, TETHER_PHASE_SKIP, NULL, 0,
+                                now_ms(r) - r->start_ms, 0);
         return 0;
     }
-    int64_t budget = st->budget_ms;
-    if (c->cfg.attempt_timeout_ms > 0 &&
-        (budget < 0 || c->cfg.attempt_timeout_ms < budget))
-        budget = c->cfg.attempt_timeout_ms;
+    int64_t budget = st->budget_ms, cap = c->cfg.attempt_timeout_ms;
+    if (cap > 0 && (budget < 0 || cap < budget))
+        budget = cap;
     tether_error e = {0};
     r->attempts++;
     int rc = connect_ep(r, ep, budget, conn, &e);
-    el = now_ms(r) - r->start_ms;
+    int64_t el = now_ms(r) - r->start_ms;
     if (rc) {
-        tether__connector_event(c, st->attempt, ep, "fail", &e, 0, el, budget);
+        tether__connector_event(c, st->attempt, ep, TETHER_PHASE_FAIL, &e, 0,
+                                el, budget);
         note_failure(r, idx, &e);
         return 0;
     }
-    int role, v = judge_role(r, idx, *conn, &role);
-    tether_error re = {0};
+    tether_role role;
+    int v = judge_role(r, idx, *conn, &role);
     if (v != 1)
-        tether_error_set(&re, TETHER_ENOHOST, TETHER_CLASS_TRANSIENT,
-                         "%s:%d is a %s, not %s",
-                         ep->host ? ep->host : "(default)", ep->port,
-                         role == TETHER__ROLE_PRIMARY ? "primary"
-                         : role == TETHER__ROLE_STANDBY
-                             ? "standby"
-                             : "server of unknown role",
-                         tether_target_name(c->cfg.target));
-    tether__connector_event(c, st->attempt, ep, v == 1 ? "ok" : "role",
-                            v == 1 ? NULL : &re, role, el, budget);
+        wrong_role(r, ep, role, &e);
+    tether__connector_event(c, st->attempt, ep,
+                            v == 1 ? TETHER_PHASE_OK : TETHER_PHASE_ROLE,
+                            v == 1 ? NULL : &e, role, el, budget);
     if (v != 1 && r->last.code == 0)
-        r->last = re;
+        r->last = e;
     return v == 1;
 }
 
@@ -301,14 +325,14 @@ static void make_order(run *r) {
     for (int i = 0; i < r->n; i++)
         r->order[i] = i;
     pthread_mutex_lock(&c->lock);
-    if (c->cfg.strategy == TETHER_CONNECT_RANDOM) {
+    if (c->cfg.strategy == TETHER_STRATEGY_RANDOM) {
         for (int i = r->n - 1; i > 0; i--) {
             int j = (int)tether__rng_range(&c->rng, 0, i);
             int t = r->order[i];
             r->order[i] = r->order[j];
             r->order[j] = t;
         }
-    } else if (c->cfg.strategy == TETHER_CONNECT_ROUND_ROBIN) {
+    } else if (c->cfg.strategy == TETHER_STRATEGY_ROUND_ROBIN) {
         unsigned s = c->rr++ % (unsigned)r->n;
         for (int i = 0; i < r->n; i++)
             r->order[i] = (int)((s + (unsigned)i) % (unsigned)r->n);
@@ -320,11 +344,8 @@ static int make_schedule(run *r, tether_schedule **s, tether_error *err) {
     tether_connector *c = r->c;
     tether_schedule_opts so;
     tether_schedule_opts_init(&so);
-    so.strategy = c->cfg.strategy == TETHER_CONNECT_MIRRORING
-                      ? TETHER_STRATEGY_MIRRORING
-                  : c->cfg.strategy == TETHER_CONNECT_STREAMING
-                      ? TETHER_STRATEGY_STREAMING
-                      : TETHER_STRATEGY_SEQUENTIAL;
+    so.strategy = c->cfg.strategy; /* random, round-robin: sequential
+                                       timing in make_order's order */
     so.login_timeout_ms =
         r->deadline_ms < 0 ? -1 : r->deadline_ms - r->start_ms;
     if (so.login_timeout_ms == 0)
@@ -358,8 +379,8 @@ static int provision(run *r) {
         rc = nc ? 0 : TETHER_ENOMEM;
     }
     pthread_mutex_unlock(&c->lock);
-    tether__connector_event(c, 0, NULL, "provision", rc ? &e : NULL, 0,
-                            now_ms(r) - r->start_ms, 0);
+    tether__connector_event(c, 0, NULL, TETHER_PHASE_PROVISION, rc ? &e : NULL,
+                            0, now_ms(r) - r->start_ms, 0);
     if (rc == 0)
         make_order(r);
     return rc == 0;
@@ -399,7 +420,7 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
         /* A pass ended: a fallback or a permanent failure ends the loop. */
         if (st.kind == TETHER_STEP_DONE || r->fallback || r->permanent)
             return finish(r, conn, err);
-        tether__connector_event(r->c, 0, NULL, "pause", NULL, 0,
+        tether__connector_event(r->c, 0, NULL, TETHER_PHASE_PAUSE, NULL, 0,
                                 now_ms(r) - r->start_ms, st.delay_ms);
         r->clock->sleep_ns(r->clock->ctx, st.delay_ms * TETHER__NS_PER_MS);
     }
@@ -418,7 +439,7 @@ int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
     r.deadline_ms = login < 0 ? -1 : r.start_ms + login;
     *conn = NULL;
     int rc;
-    if (c->cfg.strategy == TETHER_CONNECT_RACE) {
+    if (c->cfg.strategy == TETHER_STRATEGY_RACE) {
         rc = tether__connector_race(c, r.deadline_ms, conn, err);
     } else {
         make_order(&r);

@@ -6,6 +6,7 @@
 
 #include "driver.h"
 #include "internal.h"
+#include "tether_pq.h"
 
 #include <pthread.h>
 
@@ -16,13 +17,15 @@ typedef struct tether__ep {
     int port;       /* 0: default */
 } tether__ep;
 
-/* Everything a connection string says, tether's keywords taken out. */
+/* What a connection string says to the connector: the endpoints, its
+ * keywords, and the libpq keywords for the driver (the pool's keywords are
+ * left out: tether_pool_open maps those). */
 typedef struct tether__conncfg {
     tether__ep *eps;
     int neps;
     char **keys, **vals; /* what goes to the driver (libpq keywords) */
     int nparams;
-    tether_connect_strategy strategy;
+    tether_strategy strategy;
     tether_target target;
     int64_t login_timeout_ms;   /* tether_login_timeout (15 s; -1 inf) */
     int64_t attempt_timeout_ms; /* tether_attempt_timeout or
@@ -30,17 +33,6 @@ typedef struct tether__conncfg {
     int64_t recheck_ms;         /* tether_recheck (10 s) */
     int64_t race_delay_ms;      /* tether_race_delay (250 ms) */
     tether_backoff_opts pause;  /* between passes (tether_pause spec) */
-    /* Pool settings (tether_pool_open). */
-    int pool_min, pool_max;
-    int probe_idle_us;  /* tether_probe_idle_us */
-    int barge_limit_us; /* tether_barge_limit_us */
-    int64_t acquire_timeout_ms, idle_timeout_ms, max_lifetime_ms,
-        validate_idle_ms, leak_threshold_ms;
-    char *reset_query;
-    int has_retry, has_breaker;
-    tether_retry_opts retry;
-    tether_breaker_opts breaker;
-    int pooling;   /* tether_pooling on/off */
     char *display; /* the string with secrets masked, for names and logs */
 } tether__conncfg;
 
@@ -100,13 +92,25 @@ int tether__connector_race(tether_connector *c, int64_t deadline_ms,
 
 /* Shared by the loops: report an event. */
 void tether__connector_event(tether_connector *c, int attempt,
-                             const tether__ep *ep, const char *phase,
-                             const tether_error *err, int role,
+                             const tether__ep *ep, tether_phase phase,
+                             const tether_error *err, tether_role role,
                              int64_t elapsed_ms, int64_t budget_ms);
 
-/* Whether role (TETHER__ROLE_*) satisfies the target strictly (1), only as
- * a fallback for prefer-* targets (2), or not at all (0). */
-int tether__role_fits(tether_target t, int role);
+/* Whether role satisfies the target strictly (1), only as a fallback for
+ * prefer-* targets (2), or not at all (0). */
+int tether__role_fits(tether_target t, tether_role role);
+
+/* tether__connector_judge learns the role of conn, fresh from endpoint idx
+ * (asking the server within deadline_ms when it did not say; -1: 5 s),
+ * records it in the host-state cache and returns whether it fits the
+ * target: 1 take it, 2 only as the fallback of a prefer-* target, 0 not at
+ * all. The role is stored in *role. */
+int tether__connector_judge(tether_connector *c, int idx, void *conn,
+                            int64_t now_ms, int64_t deadline_ms,
+                            tether_role *role);
+
+/* tether__connector_driver returns the driver c connects with. */
+const tether_driver *tether__connector_driver(const tether_connector *c);
 
 /* Record what an attempt learned about endpoint i. */
 void tether__connector_learn(tether_connector *c, int i, int state,

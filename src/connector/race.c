@@ -5,7 +5,7 @@
  * are closed. A pass that ends with nothing pauses (the pause backoff) and
  * starts over, until the login deadline. */
 #include "connector.h"
-#include "policy/backoff.h"
+#include "backoff.h"
 
 #include <poll.h>
 #include <stdlib.h>
@@ -49,7 +49,7 @@ static void close_all(race *r) {
 
 static void failed(race *r, int idx, tether_error *e) {
     const tether__ep *ep = &r->c->cfg.eps[idx];
-    tether__connector_event(r->c, r->attempts, ep, "fail", e, 0,
+    tether__connector_event(r->c, r->attempts, ep, TETHER_PHASE_FAIL, e, 0,
                             now(r) - r->start, -1);
     if (e->cls == TETHER_CLASS_TRANSIENT)
         tether__connector_learn(r->c, idx, HS_DOWN, now(r));
@@ -60,28 +60,14 @@ static void failed(race *r, int idx, tether_error *e) {
 /* A connection came up: 1 when it wins. */
 static int arrived(race *r, int idx, void *conn) {
     tether_connector *c = r->c;
-    int role = c->drv->role ? c->drv->role(conn) : TETHER__ROLE_UNKNOWN;
-    if (role == TETHER__ROLE_UNKNOWN && c->cfg.target != TETHER_TARGET_ANY &&
-        c->drv->query_role) {
-        int64_t left = r->deadline < 0 ? 5000 : r->deadline - now(r);
-        int q = c->drv->query_role(conn, TETHER__MAX(left, 1), NULL);
-        role = q > 0 ? q : TETHER__ROLE_UNKNOWN;
-    }
-    if (role != TETHER__ROLE_UNKNOWN)
-        tether__connector_learn(
-            c, idx, role == TETHER__ROLE_PRIMARY ? HS_PRIMARY : HS_STANDBY,
-            now(r));
-    int fit = tether__role_fits(c->cfg.target, role);
-    if (role == TETHER__ROLE_UNKNOWN && c->cfg.target != TETHER_TARGET_ANY)
-        fit = 2;
-    int preferring = c->cfg.target == TETHER_TARGET_PREFER_STANDBY ||
-                     c->cfg.target == TETHER_TARGET_PREFER_PRIMARY;
+    tether_role role;
+    int fit = tether__connector_judge(c, idx, conn, now(r), r->deadline, &role);
     tether__connector_event(c, r->attempts, &c->cfg.eps[idx],
-                            fit == 1 ? "ok" : "role", NULL, role,
-                            now(r) - r->start, -1);
+                            fit == 1 ? TETHER_PHASE_OK : TETHER_PHASE_ROLE,
+                            NULL, role, now(r) - r->start, -1);
     if (fit == 1)
         return 1;
-    if (fit == 2 && preferring && !r->fallback)
+    if (fit == 2 && !r->fallback)
         r->fallback = conn;
     else
         c->drv->close(conn);

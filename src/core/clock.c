@@ -1,5 +1,6 @@
 /* clock.c - the real monotonic clock and the virtual clock for tests. */
 #include "internal.h"
+#include "tether_sim.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -10,6 +11,12 @@ TETHER__HOT int64_t tether__mono_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t tether__coarse_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int64_t real_now_ns(void *ctx) {

@@ -65,10 +65,26 @@ void tether__log(tether_log_fn fn, void *ctx, tether_log_level level,
  * cap (avoids overflow for long exponential sequences). */
 int64_t tether__mul_sat(int64_t v, double f, int64_t cap);
 
-/* The coarse time the pool housekeeper (src/pool/housekeeper.c) publishes
- * every 10 ms (ms, monotonic), valid while tether__ticker_on. */
+/* The shared coarse time word (ms, monotonic), published every 10 ms by
+ * the ticker thread (src/core/ticker.c), valid while tether__ticker_on. */
 extern _Atomic int64_t tether__ticker;
 extern _Atomic int tether__ticker_on;
+
+/* A subscriber to the ticker: fn(ctx, tick) runs on the ticker thread
+ * every tick (tick counts from 1). The node lives in the subscriber. */
+typedef struct tether__tick_sub {
+    void (*fn)(void *ctx, unsigned tick);
+    void *ctx;
+    struct tether__tick_sub *next;
+} tether__tick_sub;
+
+/* tether__ticker_subscribe adds s and starts the thread if it is the first
+ * subscriber. fn must not subscribe or unsubscribe. */
+void tether__ticker_subscribe(tether__tick_sub *s);
+
+/* tether__ticker_unsubscribe removes s; once it returns, s->fn is not
+ * running and will not run again. The last one stops the thread. */
+void tether__ticker_unsubscribe(tether__tick_sub *s);
 
 /* tether__mono_ns reads CLOCK_MONOTONIC in ns (the real clock's now_ns;
  * also for code that must use real time whatever clock it was given). */
@@ -78,7 +94,7 @@ int64_t tether__mono_ns(void);
 int64_t tether__coarse_ms(void);
 
 /* tether__ticker_ms returns the published time, or reads the coarse clock
- * when the housekeeper is not running. Inline: it is on the fast path. */
+ * when the ticker is not running. Inline: it is on the fast path. */
 static inline int64_t tether__ticker_ms(void) {
     if (atomic_load_explicit(&tether__ticker_on, memory_order_relaxed))
         return atomic_load_explicit(&tether__ticker, memory_order_relaxed);

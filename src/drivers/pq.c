@@ -21,6 +21,7 @@
  * Other notices go on to libpq's default receiver. */
 #include "pq.h"
 #include "internal.h"
+#include "tether_pq.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -580,9 +581,7 @@ static int result_error(const PGresult *r, const char *st, tether_error *err) {
     return code;
 }
 
-int tether_pq_error(void *pgconn, void *pgresult, tether_error *err) {
-    PGconn *pg = pgconn;
-    const PGresult *r = pgresult;
+int tether_pq_error(const PGconn *pg, const PGresult *r, tether_error *err) {
     if (r && !result_failed(PQresultStatus(r))) {
         tether_error_clear(err);
         return 0;
@@ -682,16 +681,15 @@ TETHER__HOT static void check_role_tick(pq_conn *c) {
     }
 }
 
-static int pq_role(void *conn) {
+static tether_role pq_role(void *conn) {
     pq_conn *c = conn;
     const char *v = PQparameterStatus(c->pg, "in_hot_standby");
     if (v)
-        return strcmp(v, "on") == 0 ? TETHER__ROLE_STANDBY
-                                    : TETHER__ROLE_PRIMARY;
+        return strcmp(v, "on") == 0 ? TETHER_ROLE_STANDBY : TETHER_ROLE_PRIMARY;
     v = PQparameterStatus(c->pg, "default_transaction_read_only");
     if (v && strcmp(v, "on") == 0)
-        return TETHER__ROLE_STANDBY;
-    return c->queried_role;
+        return TETHER_ROLE_STANDBY;
+    return (tether_role)c->queried_role;
 }
 
 /* ---- connect ---------------------------------------------------------- */
@@ -1061,13 +1059,44 @@ int tether__pq_query_role(void *conn, int64_t timeout_ms, tether_error *err) {
         return tether_error_set(err, TETHER_EQUERY, TETHER_CLASS_PERMANENT,
                                 "role query on %s: unexpected answer",
                                 c->label);
-    c->queried_role =
-        val[0] == 't' ? TETHER__ROLE_STANDBY : TETHER__ROLE_PRIMARY;
+    c->queried_role = val[0] == 't' ? TETHER_ROLE_STANDBY : TETHER_ROLE_PRIMARY;
     return c->queried_role;
+}
+
+/* The connector's parameters: the connection string's libpq keywords, and
+ * target_session_attrs=any, since tether judges roles itself: libpq must
+ * not apply PGTARGETSESSIONATTRS on its own. */
+static int pq_params_create(const char *const *keys, const char *const *vals,
+                            int n, void **ctx, tether_error *err) {
+    const char **k = malloc(sizeof(*k) * ((size_t)n + 1));
+    const char **v = malloc(sizeof(*v) * ((size_t)n + 1));
+    int rc = TETHER_ENOMEM;
+    if (k && v) {
+        k[0] = "target_session_attrs";
+        v[0] = "any";
+        for (int i = 0; i < n; i++) {
+            k[i + 1] = keys[i];
+            v[i + 1] = vals[i];
+        }
+        tether__pq_params *p = NULL;
+        rc = tether__pq_params_create(&p, k, v, n + 1, err);
+        *ctx = p;
+    } else {
+        tether_error_set(err, rc, TETHER_CLASS_PERMANENT, "pq: out of memory");
+    }
+    free(k);
+    free(v);
+    return rc;
+}
+
+static void pq_params_destroy(void *ctx) {
+    tether__pq_params_destroy(ctx);
 }
 
 static const tether_driver pq_driver = {
     .name = "pq",
+    .params_create = pq_params_create,
+    .params_destroy = pq_params_destroy,
     .connect_start = pq_connect_start,
     .connect_poll = pq_connect_poll,
     .alive = pq_alive,

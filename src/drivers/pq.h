@@ -2,8 +2,8 @@
  * parameters object that is the driver's ctx, the classification tables
  * (testable without a server) and a role query for the connector.
  * The public part (tether_driver_pq, tether_pq_error) is in tether.h. */
-#ifndef TETHER_PQ_H
-#define TETHER_PQ_H
+#ifndef TETHER__PQ_INTERNAL_H
+#define TETHER__PQ_INTERNAL_H
 
 #include "driver.h"
 #include "tether.h"
@@ -69,8 +69,8 @@ int tether__pq_scrub(char *msg, size_t cap, const char *password);
 
 /* tether__pq_query_role asks the server of conn (a pq driver connection, as
  * from connect_start) for its role with "SELECT pg_is_in_recovery()",
- * waiting at most timeout_ms (-1: unbounded). Returns TETHER__ROLE_PRIMARY
- * or TETHER__ROLE_STANDBY (and role() reports it from then on when the
+ * waiting at most timeout_ms (-1: unbounded). Returns TETHER_ROLE_PRIMARY
+ * or TETHER_ROLE_STANDBY (and role() reports it from then on when the
  * server sends no in_hot_standby), or a negative error (TETHER_ETIMEDOUT:
  * the connection is left broken). */
 int tether__pq_query_role(void *conn, int64_t timeout_ms, tether_error *err);

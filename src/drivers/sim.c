@@ -21,6 +21,7 @@
  * open and connected only once the connect completes. */
 #include "driver.h"
 #include "internal.h"
+#include "tether_sim.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

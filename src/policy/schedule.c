@@ -78,7 +78,7 @@ static int validate(const tether_schedule_opts *o, tether_error *err) {
     if (!o)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "schedule: options are NULL");
-    if ((unsigned)o->strategy > TETHER_STRATEGY_STREAMING)
+    if ((unsigned)o->strategy > TETHER_STRATEGY_RACE)
         return bad(err, "strategy", o->strategy, "unknown strategy");
     if (o->nhosts < 1)
         return bad(err, "nhosts", o->nhosts, "must be >= 1");

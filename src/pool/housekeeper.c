@@ -1,9 +1,9 @@
-/* housekeeper.c - one background thread for every pool in the process: it
- * publishes the coarse time the acquire fast path reads (every 10 ms), on
- * the same tick hands a connection left idle to a first waiter that is
- * overdue and not polling (tether__pool_serve_head), and
- * every 100 ms runs a housekeeping pass over each pool: idle timeout,
- * spaced lifetime retirement, leak reports, keepalive of long-idle
+/* housekeeper.c - each pool's background duties, run on the core ticker's
+ * thread (src/core/ticker.c, one for the process, which also publishes the
+ * coarse time the acquire fast path reads): every 10 ms tick it hands a
+ * connection left idle to a first waiter that is overdue and not polling
+ * (tether__pool_serve_head), and every 100 ms it runs a housekeeping pass: idle
+ * timeout, spaced lifetime retirement, leak reports, keepalive of long-idle
  * connections and refill to min_size. The pass itself never blocks on the
  * network: creations and keepalive round trips run on short-lived worker
  * threads, so the published time never goes stale. Pools on a virtual
@@ -15,28 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#define TICK_MS 10
 #define PASS_EVERY 10 /* ticks */
-
-static pthread_mutex_t hk_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t hk_cv;
-static pthread_once_t hk_once = PTHREAD_ONCE_INIT;
-static tether_pool *hk_pools;
-static int hk_running;
-static uint64_t hk_gen;
-static pthread_t hk_thread;
-_Atomic int64_t tether__ticker;
-_Atomic int tether__ticker_on;
-
-static int64_t mono_ms(clockid_t id) {
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t tether__coarse_ms(void) {
-    return mono_ms(CLOCK_MONOTONIC_COARSE);
-}
 
 /* ---- workers: background creation and keepalive ------------------------- */
 
@@ -211,77 +190,24 @@ void tether__pool_housekeep(tether_pool *p) {
     tether__pool_fill(p);
 }
 
-/* ---- the thread ---------------------------------------------------------- */
+/* ---- the tick ------------------------------------------------------------ */
 
-static void hk_init(void) {
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&hk_cv, &ca);
-    pthread_condattr_destroy(&ca);
-}
-
-static void *hk_main(void *arg) {
-    uint64_t mine = (uint64_t)(uintptr_t)arg;
-    unsigned tick = 0;
-    pthread_mutex_lock(&hk_lock);
-    while (hk_running && hk_gen == mine) {
-        atomic_store_explicit(&tether__ticker, mono_ms(CLOCK_MONOTONIC),
-                              memory_order_relaxed);
-        int pass = ++tick % PASS_EVERY == 0;
-        for (tether_pool *p = hk_pools; p; p = p->hk_next) {
-            if (!p->real_clock)
-                continue;
-            tether__pool_serve_head(p);
-            if (pass)
-                tether__pool_housekeep(p);
-        }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += TICK_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&hk_cv, &hk_lock, &ts);
-    }
-    pthread_mutex_unlock(&hk_lock);
-    return NULL;
+static void pool_tick(void *ctx, unsigned tick) {
+    tether_pool *p = ctx;
+    tether__pool_serve_head(p);
+    if (tick % PASS_EVERY == 0)
+        tether__pool_housekeep(p);
 }
 
 void tether__hk_register(tether_pool *p) {
-    pthread_once(&hk_once, hk_init);
-    pthread_mutex_lock(&hk_lock);
-    p->hk_next = hk_pools;
-    hk_pools = p;
-    if (!hk_running) {
-        hk_running = 1;
-        hk_gen++;
-        atomic_store(&tether__ticker, mono_ms(CLOCK_MONOTONIC));
-        if (pthread_create(&hk_thread, NULL, hk_main,
-                           (void *)(uintptr_t)hk_gen) == 0)
-            atomic_store(&tether__ticker_on, 1);
-        else
-            hk_running = 0; /* no thread: the fast path reads the clock */
-    }
-    pthread_mutex_unlock(&hk_lock);
+    if (!p->real_clock)
+        return; /* virtual time: tests call tether__pool_housekeep */
+    p->tick.fn = pool_tick;
+    p->tick.ctx = p;
+    tether__ticker_subscribe(&p->tick);
 }
 
 void tether__hk_unregister(tether_pool *p) {
-    pthread_mutex_lock(&hk_lock);
-    tether_pool **pp = &hk_pools;
-    while (*pp && *pp != p)
-        pp = &(*pp)->hk_next;
-    if (*pp)
-        *pp = p->hk_next;
-    int stop = hk_running && !hk_pools;
-    pthread_t t = hk_thread;
-    if (stop) {
-        hk_running = 0;
-        atomic_store(&tether__ticker_on, 0);
-        pthread_cond_broadcast(&hk_cv);
-    }
-    pthread_mutex_unlock(&hk_lock);
-    if (stop)
-        pthread_join(t, NULL);
+    if (p->real_clock)
+        tether__ticker_unsubscribe(&p->tick);
 }

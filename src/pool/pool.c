@@ -188,7 +188,7 @@ int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
             free_pool(p);
         return rc;
     }
-    p->drv = o->connector ? o->connector->drv : o->driver;
+    p->drv = o->connector ? tether__connector_driver(o->connector) : o->driver;
     p->id = atomic_fetch_add(&next_pool_id, 1);
     p->real_clock = !o->clock || o->clock == tether_clock_real();
     p->validate_idle_ms = o->validate_idle_ms;
@@ -850,6 +850,10 @@ void tether_lease_discard(tether_lease *s) {
 
 TETHER__HOT void *tether_lease_handle(const tether_lease *s) {
     return s->handle;
+}
+
+PGconn *tether_pq_conn(const tether_lease *l) {
+    return l ? l->handle : NULL;
 }
 
 /* ---- clear and close ----------------------------------------------------- */

@@ -4,9 +4,10 @@
 #ifndef TETHER_POOL_H
 #define TETHER_POOL_H
 
-#include "connector/connector.h"
+#include "connector.h"
 #include "driver.h"
 #include "internal.h"
+#include "tether_pq.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -127,8 +128,8 @@ struct tether_pool {
     _Atomic uint64_t hist[TETHER_HIST_BUCKETS];
     _Atomic uint64_t hist_sum_us;
 
-    /* Housekeeper list link (guarded by the housekeeper's lock). */
-    tether_pool *hk_next;
+    /* The housekeeper's subscription to the core ticker. */
+    tether__tick_sub tick;
 };
 
 /* slot_state returns s's state without the in-flight count. */
@@ -152,6 +153,24 @@ static inline void slot_set(tether_lease *s, int to, int inflight) {
     int v = atomic_load_explicit(&s->state, memory_order_relaxed);
     atomic_fetch_add(&s->state, to - (v & SLOT_MASK) + inflight);
 }
+
+/* What a connection string says of a pool (tether_pool_open, open.c):
+ * tether_pool_opts' defaults with the string's pool keywords applied. */
+typedef struct tether__pool_keys {
+    tether_pool_opts o; /* o.name and o.reset_query point into this */
+    int pooling;        /* tether_pooling: off = one connection */
+    char *reset_query;  /* tether_reset_query */
+    char *display;      /* the string, password masked (o.name) */
+} tether__pool_keys;
+
+/* tether__pool_keys_parse maps conninfo's pool keywords onto k; errors
+ * (TETHER_ESPEC) name the keyword. Free k with tether__pool_keys_free,
+ * on failure too. */
+int tether__pool_keys_parse(const char *conninfo, tether__pool_keys *k,
+                            tether_error *err);
+
+/* tether__pool_keys_free frees k's strings. */
+void tether__pool_keys_free(tether__pool_keys *k);
 
 /* tether__pool_now returns the pool's time in ms: the shared ticker for the
  * real clock (cheap), the configured clock otherwise. */
@@ -205,7 +224,9 @@ void tether__pool_housekeep(tether_pool *p);
 /* tether__hist_record counts one timed acquire of us microseconds. */
 void tether__hist_record(tether_pool *p, int64_t us);
 
-/* Housekeeper: one thread for every pool, and the coarse ticker. */
+/* tether__hk_register starts p's housekeeping on the core ticker (pools
+ * on the real clock only); tether__hk_unregister stops it: once it
+ * returns, no housekeeping of p runs. */
 void tether__hk_register(tether_pool *p);
 void tether__hk_unregister(tether_pool *p);
 

@@ -18,6 +18,7 @@
 #include "conninfo.h"
 #include "internal.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -375,4 +376,23 @@ int tether_registry_count(tether_registry *r) {
     pthread_mutex_unlock(&r->lock);
     evict(r, victims);
     return n;
+}
+int tether_registry_normalize(const char *conninfo, char *buf, size_t cap,
+                              tether_error *err) {
+    tether__conninfo ci;
+    if (!conninfo || (!buf && cap > 0))
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "conninfo and buf must not be NULL");
+    if (cap > 0)
+        buf[0] = '\0';
+    int rc = tether__conninfo_parse(conninfo, &ci, err);
+    if (rc == 0) {
+        size_t n = tether__conninfo_format(&ci, 0, buf, cap);
+        rc = n > INT_MAX
+                 ? tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                                    "connection string: key too long")
+                 : (int)n;
+    }
+    tether__conninfo_free(&ci);
+    return rc;
 }

@@ -19,7 +19,7 @@
 // clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude -Isrc/core -Isrc src/core/*.c src/registry/conninfo.c tests/fuzz/fuzz_conninfo.c -lpthread -lm -o fuzz_conninfo
 // mkdir -p /tmp/fz && ./fuzz_conninfo -max_total_time=60 /tmp/fz tests/fuzz/corpus/conninfo
 // clang-format on
-#include "registry/conninfo.h"
+#include "conninfo.h"
 #include "tether.h"
 
 #include <stdint.h>

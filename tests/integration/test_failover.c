@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "tether.h"
+#include "tether_pq.h"
 
 static const char *cluster_script, *proxy_bin;
 static char base[512]; /* user, password, dbname */
@@ -85,14 +86,15 @@ typedef struct events {
 static void on_event(void *ctx, const tether_connect_event *ev) {
     events *e = ctx;
     char line[256];
-    snprintf(line, sizeof(line), "%s %s:%d %s t=%lld b=%lld\n", ev->phase,
-             ev->host, ev->port, ev->code ? tether_errname(ev->code) : "-",
+    snprintf(line, sizeof(line), "%s %s:%d %s t=%lld b=%lld\n",
+             tether_phase_name(ev->phase), ev->host, ev->port,
+             ev->code ? tether_errname(ev->code) : "-",
              (long long)ev->elapsed_ms, (long long)ev->budget_ms);
     if (strlen(e->text) + strlen(line) < sizeof(e->text))
         strcat(e->text, line);
-    if (!strcmp(ev->phase, "fail") && e->fails++ == 0)
+    if (ev->phase == TETHER_PHASE_FAIL && e->fails++ == 0)
         e->first_fail_ms = ev->elapsed_ms;
-    e->oks += !strcmp(ev->phase, "ok");
+    e->oks += ev->phase == TETHER_PHASE_OK;
 }
 
 static tether_connector *connector(const char *extra, events *ev) {

@@ -21,8 +21,9 @@
 /* clang-format on */
 
 #include "driver.h"
-#include "drivers/pq.h"
+#include "pq.h"
 #include "tether.h"
+#include "tether_pq.h"
 
 #include <arpa/inet.h>
 #include <libpq-fe.h>
@@ -146,13 +147,13 @@ static void test_connect_primary(void **state) {
     /* Users get libpq's usual blocking mode, before and after the driver's
      * own (non-blocking) round trips. */
     assert_int_equal(PQisnonblocking(pg(conn)), 0);
-    assert_int_equal(DRV->role(conn), TETHER__ROLE_PRIMARY);
+    assert_int_equal(DRV->role(conn), TETHER_ROLE_PRIMARY);
     assert_int_equal(DRV->alive(conn, 1), 1);
     assert_int_equal(DRV->validate(conn, 5000, &err), 0);
     assert_int_equal(DRV->validate(conn, 5000, NULL), 0);
     assert_int_equal(PQisnonblocking(pg(conn)), 0);
     assert_int_equal(tether__pq_query_role(conn, 5000, &err),
-                     TETHER__ROLE_PRIMARY);
+                     TETHER_ROLE_PRIMARY);
     assert_int_equal(DRV->alive(conn, 1), 1);
     char label[64];
     snprintf(label, sizeof(label), "%s:%d", env.host, env.primary);
@@ -169,9 +170,9 @@ static void test_standby_role(void **state) {
     }
     void *conn = open_conn(env.standby);
     tether_error err;
-    assert_int_equal(DRV->role(conn), TETHER__ROLE_STANDBY);
+    assert_int_equal(DRV->role(conn), TETHER_ROLE_STANDBY);
     assert_int_equal(tether__pq_query_role(conn, 5000, &err),
-                     TETHER__ROLE_STANDBY);
+                     TETHER_ROLE_STANDBY);
     assert_int_equal(DRV->validate(conn, 5000, &err), 0);
     /* a write on a standby: read-only, transient (re-route to a primary) */
     assert_int_equal(exec_err(conn, "CREATE TABLE t_pq_ro (x int)", &err),
@@ -485,7 +486,7 @@ static void test_promotion_marks_fatal(void **state) {
     void *conn = open_conn(env.standby);
     tether_error err;
     char cmd[512];
-    assert_int_equal(DRV->role(conn), TETHER__ROLE_STANDBY);
+    assert_int_equal(DRV->role(conn), TETHER_ROLE_STANDBY);
     snprintf(cmd, sizeof(cmd), "'%s' promote '%s' >/dev/null 2>&1", ctl, dir);
     assert_int_equal(system(cmd), 0);
     /* The report comes with a statement's answer; reset compares once per
@@ -500,7 +501,7 @@ static void test_promotion_marks_fatal(void **state) {
     printf("    reset() == TETHER__FATAL %.0f ms after the promotion\n",
            mono_ms() - t0);
     assert_int_equal(rc, TETHER__FATAL);
-    assert_int_equal(DRV->role(conn), TETHER__ROLE_PRIMARY);
+    assert_int_equal(DRV->role(conn), TETHER_ROLE_PRIMARY);
     /* up, not broken, but never to be handed out again */
     assert_int_equal(DRV->alive(conn, 1), TETHER__FATAL_SEEN);
     assert_int_equal(DRV->validate(conn, 5000, &err), 0);

@@ -11,6 +11,7 @@
 /* clang-format on */
 
 #include "tether.h"
+#include "tether_sim.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "connector/connector.h"
+#include "connector.h"
 #include "tether.h"
+#include "tether_sim.h"
 
 #define MS 1000000LL
 
@@ -48,8 +49,8 @@ static int f_start(void *ctx, const tether__endpoint *ep, void **conn,
                                 "sorry, too many clients already");
     fconn *c = calloc(1, sizeof(*c));
     snprintf(c->host, sizeof(c->host), "%s", h);
-    c->role = h[0] == 's' && strncmp(h, "slow", 4) ? TETHER__ROLE_STANDBY
-                                                   : TETHER__ROLE_PRIMARY;
+    c->role = h[0] == 's' && strncmp(h, "slow", 4) ? TETHER_ROLE_STANDBY
+                                                   : TETHER_ROLE_PRIMARY;
     *conn = c;
     opened++;
     if (!strncmp(h, "slow", 4)) {
@@ -90,7 +91,7 @@ static void f_classify(void *conn, tether_error *err) {
 static void *f_handle(void *conn) {
     return conn;
 }
-static int f_role(void *conn) {
+static tether_role f_role(void *conn) {
     return ((fconn *)conn)->role;
 }
 
@@ -118,8 +119,8 @@ static void on_event(void *ctx, const tether_connect_event *ev) {
     evlog *l = ctx;
     if (l->n < 64)
         snprintf(l->lines[l->n++], 96, "%s %s:%d t=%lld b=%lld code=%d",
-                 ev->phase, ev->host, ev->port, (long long)ev->elapsed_ms,
-                 (long long)ev->budget_ms, ev->code);
+                 tether_phase_name(ev->phase), ev->host, ev->port,
+                 (long long)ev->elapsed_ms, (long long)ev->budget_ms, ev->code);
 }
 
 static int has_event(const evlog *l, const char *prefix) {
@@ -203,17 +204,9 @@ static void test_parse_errors(void **state) {
     expect_spec_error("host=a tether_login_timeout=15 password=s3cret",
                       "tether_login_timeout");
     expect_spec_error("host=a port=99999", "port");
-    expect_spec_error("host=a tether_probe_idle_us=-1", "tether_probe_idle_us");
-    expect_spec_error("host=a tether_barge_limit_us=1ms",
-                      "tether_barge_limit_us");
-    expect_spec_error("host=a tether_probe_idle_us=50us",
-                      "tether_probe_idle_us");
-    expect_spec_error("host=a tether_pool_min=9 tether_pool_max=2",
-                      "tether_pool_min (9) is above tether_pool_max (2)");
     expect_spec_error("password=s3cret frobnicate=1", "unknown keyword");
     /* The tail of an unquoted password with a space is never echoed. */
     expect_spec_error("host=a password=abc s3cret=x", "unknown keyword");
-    expect_spec_error("host=a tether_retry='expo base=1s'", "tether_retry");
     expect_spec_error("host='a password=s3cret", "position");
 }
 
@@ -233,14 +226,12 @@ static void test_parse_keywords(void **state) {
     assert_string_equal(cfg.eps[0].host, "h1");
     assert_int_equal(cfg.eps[0].port, 5433);
     assert_string_equal(cfg.eps[1].host, "h2");
-    assert_int_equal(cfg.strategy, TETHER_CONNECT_MIRRORING);
+    assert_int_equal(cfg.strategy, TETHER_STRATEGY_MIRRORING);
     assert_int_equal(cfg.target, TETHER_TARGET_READ_WRITE);
     assert_int_equal(cfg.login_timeout_ms, 20000);
     assert_int_equal(cfg.attempt_timeout_ms, 3000);
-    assert_int_equal(cfg.pool_max, 16);
-    assert_int_equal(cfg.probe_idle_us, 0);
-    assert_int_equal(cfg.barge_limit_us, 2500);
-    /* libpq gets the rest, none of tether's keywords. */
+    /* libpq gets the rest, none of tether's keywords (the pool's are
+     * accepted and left to tether_pool_open). */
     int saw_password = 0;
     for (int i = 0; i < cfg.nparams; i++) {
         assert_true(strncmp(cfg.keys[i], "tether_", 7) != 0);

@@ -16,8 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/conninfo.h"
+#include "conninfo.h"
 #include "tether.h"
+
+#include <libpq-fe.h>
 
 #define PW "S3cr3tPw"
 
@@ -69,6 +71,9 @@ static const same_case same_cases[] = {
     {"postgres://u:p@h:5433/db?sslmode=require",
      "postgresql://u:p@h:5433/db?sslmode=require"},
     {"postgresql://h", "host=h"},
+    /* No keyword at all: libpq's defaults (the PG* variables) */
+    {"", "postgresql://"},
+    {" \t\n ", "postgresql:///?"},
     {"postgresql://u@h/", "user=u host=h"},
     {"postgresql:///db", "dbname=db"},
     {"postgresql://:5432", "port=5432"},
@@ -181,8 +186,6 @@ typedef struct bad_case {
 } bad_case;
 
 static const bad_case bad_cases[] = {
-    {"", {"empty"}},
-    {" \t\n ", {"empty"}},
     {"host", {"missing '='", "\"host\"", "position 1"}},
     {"host=a port", {"missing '='", "\"port\"", "position 8"}},
     {"host=a frob", {"missing '='", "position 8"}},
@@ -220,8 +223,6 @@ static const bad_case bad_cases[] = {
     {"postgresql://h?-a=b", {"bad keyword", "position 16"}},
     {"postgresql://h?=b", {"bad keyword"}},
     {"postgresql://h?a%=b", {"bad percent escape"}},
-    {"postgresql://", {"no keyword"}},
-    {"postgresql:///?", {"no keyword"}},
 };
 
 static void check_bad(const bad_case *c) {
@@ -356,7 +357,6 @@ static void test_internal(void **state) {
     assert_true(tether__conninfo_known("sslmode"));
     assert_false(tether__conninfo_known("SSLMODE"));
     assert_false(tether__conninfo_known("ssl")); /* URI-only alias */
-    assert_true(tether__conninfo_known("oauth_client_secret"));
     assert_true(tether__conninfo_secret("oauth_client_secret", "x"));
     assert_true(tether__conninfo_secret("password", "x"));
     assert_false(tether__conninfo_secret("passfile", "x"));
@@ -406,6 +406,54 @@ static void random_string(char *s, size_t n, unsigned *seed) {
     s[len] = '\0';
 }
 
+/* The known keywords are the linked libpq's own, and its secrets masked. */
+static void test_libpq_keywords(void **state) {
+    (void)state;
+    PQconninfoOption *opts = PQconndefaults();
+    assert_non_null(opts);
+    int n = 0, secrets = 0;
+    for (PQconninfoOption *o = opts; o->keyword; o++, n++) {
+        assert_true(tether__conninfo_known(o->keyword));
+        tether__kw_kind k = tether__conninfo_kind(o->keyword);
+        if (strcmp(o->keyword, "host") && strcmp(o->keyword, "hostaddr") &&
+            strcmp(o->keyword, "port") &&
+            strcmp(o->keyword, "target_session_attrs") &&
+            strcmp(o->keyword, "connect_timeout"))
+            assert_int_equal(k, TETHER__KW_LIBPQ);
+        else
+            assert_true(k == TETHER__KW_ENDPOINT || k == TETHER__KW_CONNECTOR);
+        if (o->dispchar && o->dispchar[0] == '*') {
+            assert_true(tether__conninfo_secret(o->keyword, "x"));
+            secrets++;
+        }
+    }
+    PQconninfoFree(opts);
+    assert_true(n > 20);
+    assert_true(secrets >= 1); /* password */
+    /* A keyword newer than this libpq is not libpq's here. */
+    assert_false(tether__conninfo_known("tether_pool_max"));
+    assert_false(tether__conninfo_known("no_such_libpq_keyword"));
+}
+
+/* Each tether keyword belongs to one layer; libpq's go to the driver. */
+static void test_kinds(void **state) {
+    (void)state;
+    assert_int_equal(tether__conninfo_kind("host"), TETHER__KW_ENDPOINT);
+    assert_int_equal(tether__conninfo_kind("sslmode"), TETHER__KW_LIBPQ);
+    assert_int_equal(tether__conninfo_kind("target_session_attrs"),
+                     TETHER__KW_CONNECTOR);
+    assert_int_equal(tether__conninfo_kind("tether_strategy"),
+                     TETHER__KW_CONNECTOR);
+    assert_int_equal(tether__conninfo_kind("tether_pool_max"), TETHER__KW_POOL);
+    assert_int_equal(tether__conninfo_kind("tether_bogus"), TETHER__KW_UNKNOWN);
+    assert_int_equal(tether__conninfo_kind("frobnicate"), TETHER__KW_UNKNOWN);
+    const char *k;
+    int npool = 0;
+    for (size_t i = 0; (k = tether__conninfo_keyword(TETHER__KW_POOL, i)); i++)
+        npool += strncmp(k, "tether_", 7) == 0;
+    assert_int_equal(npool, 13);
+}
+
 static void test_random_idempotent(void **state) {
     (void)state;
     unsigned seed = 12345;
@@ -435,6 +483,8 @@ int main(void) {
         cmocka_unit_test(test_args),
         cmocka_unit_test(test_display),
         cmocka_unit_test(test_internal),
+        cmocka_unit_test(test_libpq_keywords),
+        cmocka_unit_test(test_kinds),
         cmocka_unit_test(test_random_idempotent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

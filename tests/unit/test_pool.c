@@ -17,8 +17,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "pool/pool.h"
+#include "pool.h"
 #include "tether.h"
+#include "tether_sim.h"
 
 #define MS 1000000LL
 

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "tether.h"
+#include "tether_sim.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t m);

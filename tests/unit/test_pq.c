@@ -16,8 +16,9 @@
 /* clang-format on */
 
 #include "driver.h"
-#include "drivers/pq.h"
+#include "pq.h"
 #include "tether.h"
+#include "tether_pq.h"
 
 #include <arpa/inet.h>
 #include <libpq-fe.h>

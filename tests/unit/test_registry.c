@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "tether.h"
+#include "tether_sim.h"
 
 #define PW "S3cr3tPw"
 #define MS 1000000LL /* ns per ms */
@@ -134,9 +135,9 @@ static void test_opts(void **state) {
     assert_int_equal(tether_registry_create(&r, &o, &e), 0);
     assert_non_null(r);
     tether_lease *l = NULL;
-    assert_int_equal(tether_registry_acquire(r, "host=a bogus_key=1", 10, &l,
-                                             &e),
-                     TETHER_ESPEC);
+    assert_int_equal(
+        tether_registry_acquire(r, "host=a bogus_key=1", 10, &l, &e),
+        TETHER_ESPEC);
     assert_null(l);
     assert_int_equal(tether_registry_count(r), 0);
     tether_registry_destroy(r);

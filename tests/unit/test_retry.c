@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "tether.h"
+#include "tether_sim.h"
 
 #include <pthread.h>
 #include <stdio.h>

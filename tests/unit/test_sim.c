@@ -16,6 +16,7 @@
 
 #include "driver.h"
 #include "tether.h"
+#include "tether_sim.h"
 
 #include <math.h>
 #include <pthread.h>

@@ -32,65 +32,6 @@ typedef struct parser {
     int overflow;        /* the arena was too small (cannot happen) */
 } parser;
 
-static const char *const known_keywords[] = {"application_name",
-                                             "channel_binding",
-                                             "client_encoding",
-                                             "connect_timeout",
-                                             "dbname",
-                                             "fallback_application_name",
-                                             "gssdelegation",
-                                             "gssencmode",
-                                             "gsslib",
-                                             "host",
-                                             "hostaddr",
-                                             "keepalives",
-                                             "keepalives_count",
-                                             "keepalives_idle",
-                                             "keepalives_interval",
-                                             "krbsrvname",
-                                             "load_balance_hosts",
-                                             "max_protocol_version",
-                                             "min_protocol_version",
-                                             "oauth_client_id",
-                                             "oauth_client_secret",
-                                             "oauth_issuer",
-                                             "oauth_scope",
-                                             "options",
-                                             "passfile",
-                                             "password",
-                                             "port",
-                                             "replication",
-                                             "require_auth",
-                                             "requirepeer",
-                                             "scram_client_key",
-                                             "scram_server_key",
-                                             "service",
-                                             "ssl_max_protocol_version",
-                                             "ssl_min_protocol_version",
-                                             "sslcert",
-                                             "sslcertmode",
-                                             "sslcompression",
-                                             "sslcrl",
-                                             "sslcrldir",
-                                             "sslkey",
-                                             "sslkeylogfile",
-                                             "sslmode",
-                                             "sslnegotiation",
-                                             "sslpassword",
-                                             "sslrootcert",
-                                             "sslsni",
-                                             "target_session_attrs",
-                                             "tcp_user_timeout",
-                                             "user"};
-
-int tether__conninfo_known(const char *kw) {
-    size_t n = sizeof(known_keywords) / sizeof(known_keywords[0]);
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(kw, known_keywords[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* ci_contains: ASCII case-insensitive substring test. */
 static int ci_contains(const char *s, const char *sub) {
     size_t n = strlen(sub);
@@ -114,7 +55,7 @@ static size_t uri_prefix(const char *s) {
 
 int tether__conninfo_secret(const char *key, const char *val) {
     if (ci_contains(key, "password") || ci_contains(key, "secret") ||
-        strncmp(key, "scram_", 6) == 0)
+        strncmp(key, "scram_", 6) == 0 || tether__conninfo_libpq_secret(key))
         return 1;
     if (strcmp(key, "dbname") == 0 && val)
         return strchr(val, '=') != NULL || uri_prefix(val) != 0;
@@ -138,9 +79,9 @@ static int fail(parser *ps, const char *fmt, ...) {
     return rc;
 }
 
-/* kw_quote returns ` "key"` for a documented keyword, else "". */
+/* kw_quote returns ` "key"` for a keyword libpq or tether knows, else "". */
 static const char *kw_quote(const char *key, char buf[48]) {
-    if (!key || !tether__conninfo_known(key))
+    if (tether__conninfo_kind(key) == TETHER__KW_UNKNOWN)
         return "";
     snprintf(buf, 48, " \"%s\"", key);
     return buf;
@@ -152,7 +93,7 @@ static int fail_value(parser *ps, const char *key, const char *what,
                       size_t pos) {
     char q[48];
     if (tether__conninfo_secret(key, NULL)) {
-        if (tether__conninfo_known(key))
+        if (tether__conninfo_kind(key) != TETHER__KW_UNKNOWN)
             return fail(ps, "bad value for %s (%s)", key, what);
         return fail(ps, "bad value for a secret keyword (%s)", what);
     }
@@ -562,9 +503,7 @@ static int parse_checked(parser *ps) {
                               "connection string: internal buffer overflow");
     if (rc != 0)
         return rc;
-    settle(ci);
-    if (ci->n == 0)
-        return fail(ps, "no keyword is set");
+    settle(ci); /* no keyword at all is libpq's defaults, as "" */
     if (tether__conninfo_format(ci, 0, NULL, 0) > TETHER__CONNINFO_MAX)
         return fail(ps, "normalized form longer than %d bytes",
                     TETHER__CONNINFO_MAX);
@@ -582,7 +521,7 @@ int tether__conninfo_parse(const char *s, tether__conninfo *ci,
     if (ps.len > TETHER__CONNINFO_MAX)
         return fail(&ps, "longer than %d bytes", TETHER__CONNINFO_MAX);
     if (all_space(s, ps.len))
-        return fail(&ps, "empty");
+        return 0; /* "": every keyword at libpq's default */
     int rc = parse_checked(&ps);
     if (rc != 0)
         ci->n = 0;
@@ -670,25 +609,5 @@ int tether__conninfo_keys(const char *s, char **key, char **display,
         *key = k;
     if (display)
         *display = d;
-    return rc;
-}
-
-int tether_registry_normalize(const char *conninfo, char *buf, size_t cap,
-                              tether_error *err) {
-    tether__conninfo ci;
-    if (!conninfo || (!buf && cap > 0))
-        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
-                                "conninfo and buf must not be NULL");
-    if (cap > 0)
-        buf[0] = '\0';
-    int rc = tether__conninfo_parse(conninfo, &ci, err);
-    if (rc == 0) {
-        size_t n = tether__conninfo_format(&ci, 0, buf, cap);
-        rc = n > INT_MAX
-                 ? tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                                    "connection string: key too long")
-                 : (int)n;
-    }
-    tether__conninfo_free(&ci);
     return rc;
 }

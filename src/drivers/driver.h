@@ -22,11 +22,6 @@ typedef struct tether__endpoint {
     int port;             /* 0: the driver's default */
 } tether__endpoint;
 
-/* Server roles reported by role(). */
-#define TETHER__ROLE_UNKNOWN 0
-#define TETHER__ROLE_PRIMARY 1 /* accepts writes */
-#define TETHER__ROLE_STANDBY 2 /* read-only (hot standby) */
-
 /* Return values of connect_start / connect_poll (besides < 0 errors). */
 #define TETHER__CONNECTED 0
 #define TETHER__IN_PROGRESS 1
@@ -37,6 +32,14 @@ typedef struct tether__endpoint {
 
 struct tether_driver {
     const char *name;
+    /* Build the driver's parameters (its ctx) from the connection string's
+     * driver keywords: n pairs, never host, hostaddr or port (those come
+     * with each endpoint). NULL when the driver takes its ctx from the
+     * user only (driver_ctx). */
+    int (*params_create)(const char *const *keys, const char *const *vals,
+                         int n, void **ctx, tether_error *err);
+    /* Free what params_create made (NULL accepted). */
+    void (*params_destroy)(void *ctx);
     /* Start connecting to endpoint ep (NULL: ctx's default) with ctx's
      * parameters. On TETHER__IN_PROGRESS, *conn is set and w says what to
      * wait for. On a negative error, *conn is NULL and err is filled (class
@@ -70,11 +73,11 @@ struct tether_driver {
     /* The user-visible handle (PGconn *, sim handle). */
     void *(*handle)(void *conn);
     /* The server's role as last reported (no round trip), or
-     * TETHER__ROLE_UNKNOWN; NULL when the driver has no roles. */
-    int (*role)(void *conn);
+     * TETHER_ROLE_UNKNOWN; NULL when the driver has no roles. */
+    tether_role (*role)(void *conn);
     /* Ask the server its role with a round trip within timeout_ms, for
-     * servers that do not report it: a TETHER__ROLE_* or < 0. NULL when the
-     * driver has no roles. */
+     * servers that do not report it: a tether_role (> 0) or < 0. NULL when
+     * the driver has no roles. */
     int (*query_role)(void *conn, int64_t timeout_ms, tether_error *err);
     /* 1 when the connector should resolve host names itself (within the
      * attempt's budget) and pass numeric addresses. */

@@ -1,0 +1,145 @@
+/* conninfo.h - the connection-string layer: parsing libpq connection
+ * strings (key=value and postgresql:// URI forms), telling which layer reads
+ * each keyword (libpq, the connector, the pool), typed setters for tether's
+ * keywords, the registry's normalized key and a display form with secrets
+ * masked for logs and metric names. Below the connector and the pool;
+ * depends on core only. Internal. */
+#ifndef TETHER_CONNINFO_H
+#define TETHER_CONNINFO_H
+
+#include "internal.h"
+
+#include <stddef.h>
+
+/* The longest connection string accepted, in bytes (longer: TETHER_ESPEC). */
+#define TETHER__CONNINFO_MAX 65536
+
+/* What the display form shows instead of a secret value. */
+#define TETHER__CONNINFO_MASK "***"
+
+/* One keyword and its decoded value. */
+typedef struct tether__kv {
+    const char *key;
+    const char *val;
+    size_t seq; /* order of appearance: the last one of a key wins */
+} tether__kv;
+
+/* A parsed connection string: one pair per keyword, sorted by keyword
+ * (strcmp order). The strings live in arena. */
+typedef struct tether__conninfo {
+    tether__kv *kv;
+    size_t n;
+    size_t cap; /* allocated pairs */
+    char *arena;
+    size_t used, size; /* arena bytes used / allocated */
+} tether__conninfo;
+
+/* tether__conninfo_parse parses s (key=value or URI form) into ci, which the
+ * caller frees with tether__conninfo_free even on failure. Returns 0,
+ * TETHER_ESPEC (err names a byte position and at most a well-known keyword,
+ * never a value), TETHER_EINVAL (NULL s) or TETHER_ENOMEM. */
+int tether__conninfo_parse(const char *s, tether__conninfo *ci,
+                           tether_error *err);
+
+/* tether__conninfo_free releases what ci holds (ci itself is the caller's). */
+void tether__conninfo_free(tether__conninfo *ci);
+
+/* tether__conninfo_get returns the value of key in ci, or NULL. */
+const char *tether__conninfo_get(const tether__conninfo *ci, const char *key);
+
+/* tether__conninfo_format writes ci as "k1='v1' k2='v2'" (sorted, ' and \
+ * escaped) into buf like snprintf (buf may be NULL when cap is 0) and
+ * returns the full length. masked != 0 writes the display form: the value
+ * of every secret keyword (tether__conninfo_secret) is TETHER__CONNINFO_MASK.
+ */
+size_t tether__conninfo_format(const tether__conninfo *ci, int masked,
+                               char *buf, size_t cap);
+
+/* tether__conninfo_dup returns a malloc'd tether__conninfo_format of ci
+ * (masked or not), or NULL when out of memory. */
+char *tether__conninfo_dup(const tether__conninfo *ci, int masked);
+
+/* tether__conninfo_keys parses s and returns malloc'd strings: *key the
+ * canonical form (the registry key), *display the masked form. Either
+ * pointer may be NULL when not wanted. Returns 0 or a negative error (then
+ * both outputs are NULL). */
+int tether__conninfo_keys(const char *s, char **key, char **display,
+                          tether_error *err);
+
+/* tether__conninfo_secret returns 1 when the display form masks the value
+ * of key val: password and sslpassword always, dbname when it holds a
+ * nested connection string (libpq may expand one, password included). */
+int tether__conninfo_secret(const char *key, const char *val);
+
+/* Which layer reads a keyword. */
+typedef enum tether__kw_kind {
+    TETHER__KW_UNKNOWN = 0, /* neither libpq's nor tether's */
+    TETHER__KW_LIBPQ,       /* passed on to the driver as it is */
+    TETHER__KW_ENDPOINT,    /* host, hostaddr, port: the connector's list */
+    TETHER__KW_CONNECTOR,   /* how to connect (tether_strategy, ...) */
+    TETHER__KW_POOL         /* how to pool (tether_pool_max, ...) */
+} tether__kw_kind;
+
+/* tether__conninfo_kind returns the layer that reads kw. */
+tether__kw_kind tether__conninfo_kind(const char *kw);
+
+/* tether__conninfo_keyword returns the i-th keyword of tether's list of the
+ * given kind (ENDPOINT, CONNECTOR or POOL), or NULL past the end. */
+const char *tether__conninfo_keyword(tether__kw_kind kind, size_t i);
+
+/* tether__conninfo_known returns 1 when kw is a keyword of the linked libpq
+ * (PQconndefaults()). */
+int tether__conninfo_known(const char *kw);
+
+/* tether__conninfo_libpq_secret returns 1 when the linked libpq marks kw
+ * as a secret (its dispchar "*": password, sslpassword, ...). */
+int tether__conninfo_libpq_secret(const char *kw);
+
+/* How a keyword's value is stored (tether__keydef.type). */
+enum {
+    TETHER__KD_INT = 0, /* int in [lo, hi] */
+    TETHER__KD_I64,     /* int64_t in [lo, hi] */
+    TETHER__KD_MS,      /* int64_t ms, a duration with a unit */
+    TETHER__KD_MS_INF,  /* the same; "0", "inf", "infinite": -1 */
+    TETHER__KD_BOOL,    /* int: on/true/1 or off/false/0 */
+    TETHER__KD_ENUM,    /* int: the index of the value in names */
+    TETHER__KD_STR,     /* char *, malloc'd (the previous value freed) */
+    TETHER__KD_FN       /* fn parses and stores */
+};
+
+/* One keyword a layer maps into its own structure (at offset off). A table
+ * ends with an entry whose name is NULL. */
+typedef struct tether__keydef {
+    const char *name;
+    int type;
+    size_t off;
+    int64_t lo, hi;           /* INT, I64 */
+    const char *const *names; /* ENUM, NULL-terminated */
+    int (*fn)(void *base, const char *key, const char *val,
+              tether_error *err); /* FN */
+} tether__keydef;
+
+/* Table entries: a plain value, an integer range, an enum, a function. */
+#define TETHER__KD(n, t, o)                                                    \
+    { .name = (n), .type = (t), .off = (o) }
+#define TETHER__KD_RANGE(n, t, o, l, h)                                        \
+    { .name = (n), .type = (t), .off = (o), .lo = (l), .hi = (h) }
+#define TETHER__KD_NAMES(n, o, v)                                              \
+    { .name = (n), .type = TETHER__KD_ENUM, .off = (o), .names = (v) }
+#define TETHER__KD_CALL(n, f)                                                  \
+    { .name = (n), .type = TETHER__KD_FN, .fn = (f) }
+#define TETHER__KD_END                                                         \
+    { .name = NULL }
+
+/* tether__keydefs_apply stores val for key into base through the table
+ * defs. Returns 0, 1 when key is not in defs, or a negative error
+ * (TETHER_ESPEC naming the keyword and the value). */
+int tether__keydefs_apply(const tether__keydef *defs, void *base,
+                          const char *key, const char *val, tether_error *err);
+
+/* tether__conninfo_bad_value reports TETHER_ESPEC: "bad value for key"
+ * with the value (never call it for a secret) and what is wanted. */
+int tether__conninfo_bad_value(const char *key, const char *val,
+                               const char *want, tether_error *err);
+
+#endif

@@ -1,0 +1,219 @@
+/* keys.c - which layer reads each keyword of a connection string, and the
+ * typed setters the connector and the pool map their keywords with.
+ *
+ * libpq's keywords are the linked libpq's own (PQconndefaults(), read once
+ * per process), so a keyword is accepted exactly when the libpq that will
+ * receive it knows it. tether's keywords are listed here with the layer
+ * that reads them: the connector (how to connect) or the pool (how to
+ * pool). libpq's target_session_attrs, connect_timeout and
+ * load_balance_hosts are the connector's: tether implements them. */
+#include "conninfo.h"
+
+#include <errno.h>
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct kw_kind {
+    const char *name;
+    tether__kw_kind kind;
+} kw_kind;
+
+static const kw_kind tether_keywords[] = {
+    {"host", TETHER__KW_ENDPOINT},
+    {"hostaddr", TETHER__KW_ENDPOINT},
+    {"port", TETHER__KW_ENDPOINT},
+    {"target_session_attrs", TETHER__KW_CONNECTOR},
+    {"connect_timeout", TETHER__KW_CONNECTOR},
+    {"load_balance_hosts", TETHER__KW_CONNECTOR},
+    {"tether_strategy", TETHER__KW_CONNECTOR},
+    {"tether_login_timeout", TETHER__KW_CONNECTOR},
+    {"tether_attempt_timeout", TETHER__KW_CONNECTOR},
+    {"tether_recheck", TETHER__KW_CONNECTOR},
+    {"tether_race_delay", TETHER__KW_CONNECTOR},
+    {"tether_pause", TETHER__KW_CONNECTOR},
+    {"tether_pool_min", TETHER__KW_POOL},
+    {"tether_pool_max", TETHER__KW_POOL},
+    {"tether_pooling", TETHER__KW_POOL},
+    {"tether_acquire_timeout", TETHER__KW_POOL},
+    {"tether_idle_timeout", TETHER__KW_POOL},
+    {"tether_max_lifetime", TETHER__KW_POOL},
+    {"tether_validate_idle", TETHER__KW_POOL},
+    {"tether_probe_idle_us", TETHER__KW_POOL},
+    {"tether_barge_limit_us", TETHER__KW_POOL},
+    {"tether_leak_threshold", TETHER__KW_POOL},
+    {"tether_reset_query", TETHER__KW_POOL},
+    {"tether_retry", TETHER__KW_POOL},
+    {"tether_breaker", TETHER__KW_POOL},
+};
+
+#define NTETHER (sizeof(tether_keywords) / sizeof(tether_keywords[0]))
+
+/* ---- libpq's keywords, from the linked libpq ----------------------------- */
+
+static pthread_once_t libpq_once = PTHREAD_ONCE_INIT;
+static char **libpq_kw;    /* in libpq's order */
+static char *libpq_secret; /* 1 where libpq's dispchar is "*" */
+static int libpq_n;
+
+static void load_libpq(void) {
+    PQconninfoOption *opts = PQconndefaults();
+    int n = 0;
+    for (PQconninfoOption *o = opts; o && o->keyword; o++)
+        n++;
+    char **kw = calloc((size_t)n + 1, sizeof(*kw));
+    char *sec = calloc((size_t)n + 1, 1);
+    for (int i = 0; kw && sec && i < n; i++) {
+        kw[i] = strdup(opts[i].keyword);
+        sec[i] = opts[i].dispchar && opts[i].dispchar[0] == '*';
+        if (!kw[i])
+            n = i; /* out of memory: keep what was copied */
+    }
+    PQconninfoFree(opts);
+    if (!kw || !sec) {
+        free(kw);
+        free(sec);
+        return; /* no list: only tether's keywords are known */
+    }
+    libpq_kw = kw;
+    libpq_secret = sec;
+    libpq_n = n;
+}
+
+static int libpq_index(const char *kw) {
+    pthread_once(&libpq_once, load_libpq);
+    for (int i = 0; i < libpq_n; i++)
+        if (strcmp(kw, libpq_kw[i]) == 0)
+            return i;
+    return -1;
+}
+
+int tether__conninfo_known(const char *kw) {
+    return kw && libpq_index(kw) >= 0;
+}
+
+int tether__conninfo_libpq_secret(const char *kw) {
+    int i = kw ? libpq_index(kw) : -1;
+    return i >= 0 && libpq_secret[i];
+}
+
+tether__kw_kind tether__conninfo_kind(const char *kw) {
+    if (!kw)
+        return TETHER__KW_UNKNOWN;
+    for (size_t i = 0; i < NTETHER; i++)
+        if (strcmp(kw, tether_keywords[i].name) == 0)
+            return tether_keywords[i].kind;
+    return tether__conninfo_known(kw) ? TETHER__KW_LIBPQ : TETHER__KW_UNKNOWN;
+}
+
+const char *tether__conninfo_keyword(tether__kw_kind kind, size_t i) {
+    for (size_t j = 0; j < NTETHER; j++)
+        if (tether_keywords[j].kind == kind && i-- == 0)
+            return tether_keywords[j].name;
+    return NULL;
+}
+
+/* ---- typed values -------------------------------------------------------- */
+
+int tether__conninfo_bad_value(const char *key, const char *val,
+                               const char *want, tether_error *err) {
+    return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                            "connection string: bad value \"%.40s\" for %s: "
+                            "%s",
+                            val, key, want);
+}
+
+static int set_int(const tether__keydef *d, void *field, const char *v,
+                   tether_error *err) {
+    char *end;
+    errno = 0;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || errno || n < d->lo || n > d->hi) {
+        char want[80];
+        snprintf(want, sizeof(want), "want an integer in [%lld, %lld]",
+                 (long long)d->lo, (long long)d->hi);
+        return tether__conninfo_bad_value(d->name, v, want, err);
+    }
+    if (d->type == TETHER__KD_I64)
+        *(int64_t *)field = n;
+    else
+        *(int *)field = (int)n;
+    return 0;
+}
+
+/* A duration with a unit; with TETHER__KD_MS_INF, "0", "inf" and
+ * "infinite" mean no limit (stored as -1). */
+static int set_ms(const tether__keydef *d, void *field, const char *v,
+                  tether_error *err) {
+    if (d->type == TETHER__KD_MS_INF &&
+        (!strcmp(v, "inf") || !strcmp(v, "infinite") || !strcmp(v, "0"))) {
+        *(int64_t *)field = -1;
+        return 0;
+    }
+    if (tether_duration_parse(v, (int64_t *)field) == 0)
+        return 0;
+    return tether__conninfo_bad_value(
+        d->name, v, "want a duration such as 500ms, 15s, 2m", err);
+}
+
+static int set_bool(const tether__keydef *d, void *field, const char *v,
+                    tether_error *err) {
+    int on = !strcmp(v, "on") || !strcmp(v, "true") || !strcmp(v, "1");
+    int off = !strcmp(v, "off") || !strcmp(v, "false") || !strcmp(v, "0");
+    if (!on && !off)
+        return tether__conninfo_bad_value(d->name, v, "want on or off", err);
+    *(int *)field = on;
+    return 0;
+}
+
+static int set_enum(const tether__keydef *d, void *field, const char *v,
+                    tether_error *err) {
+    for (int i = 0; d->names[i]; i++)
+        if (!strcmp(d->names[i], v)) {
+            *(int *)field = i;
+            return 0;
+        }
+    char want[200] = "want one of:";
+    for (int i = 0; d->names[i]; i++)
+        snprintf(want + strlen(want), sizeof(want) - strlen(want), " %s",
+                 d->names[i]);
+    return tether__conninfo_bad_value(d->name, v, want, err);
+}
+
+static int set_str(void *field, const char *v, tether_error *err) {
+    char *s = strdup(v);
+    if (!s)
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                "out of memory");
+    free(*(char **)field);
+    *(char **)field = s;
+    return 0;
+}
+
+int tether__keydefs_apply(const tether__keydef *defs, void *base,
+                          const char *key, const char *val, tether_error *err) {
+    const tether__keydef *d = defs;
+    while (d->name && strcmp(d->name, key))
+        d++;
+    if (!d->name)
+        return 1;
+    void *field = (char *)base + d->off;
+    switch (d->type) {
+    case TETHER__KD_INT:
+    case TETHER__KD_I64:
+        return set_int(d, field, val, err);
+    case TETHER__KD_MS:
+    case TETHER__KD_MS_INF:
+        return set_ms(d, field, val, err);
+    case TETHER__KD_BOOL:
+        return set_bool(d, field, val, err);
+    case TETHER__KD_ENUM:
+        return set_enum(d, field, val, err);
+    case TETHER__KD_STR:
+        return set_str(field, val, err);
+    default:
+        return d->fn(base, key, val, err);
+    }
+}

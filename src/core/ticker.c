@@ -1,0 +1,104 @@
+/* ticker.c - the shared coarse time word and the one thread that keeps it.
+ *
+ * The per-operation paths (the pool's acquire and release, the pq driver's
+ * role tick) read the time from one word instead of the clock: the ticker
+ * thread stores CLOCK_MONOTONIC in it every TICK_MS. The thread runs while
+ * anything is subscribed; each subscriber's callback runs on it every tick
+ * (the pool's housekeeping rides on it, so the process has one background
+ * thread, not one per pool). With no thread, readers fall back to the
+ * coarse clock (tether__ticker_ms). */
+#include "internal.h"
+
+#include <pthread.h>
+#include <time.h>
+
+#define TICK_MS 10
+
+_Atomic int64_t tether__ticker;
+_Atomic int tether__ticker_on;
+
+static pthread_mutex_t tk_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t tk_cv;
+static pthread_once_t tk_once = PTHREAD_ONCE_INIT;
+static tether__tick_sub *tk_subs;
+static int tk_running;
+static uint64_t tk_gen;
+static pthread_t tk_thread;
+
+static void tk_init(void) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&tk_cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+static void publish(void) {
+    atomic_store_explicit(&tether__ticker, tether__mono_ns() / 1000000,
+                          memory_order_relaxed);
+}
+
+static void wait_tick(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += TICK_MS * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&tk_cv, &tk_lock, &ts);
+}
+
+/* The thread: callbacks run under tk_lock, so unsubscribe returning means
+ * the callback is not running and will not run again. */
+static void *tk_main(void *arg) {
+    uint64_t mine = (uint64_t)(uintptr_t)arg;
+    unsigned tick = 0;
+    pthread_mutex_lock(&tk_lock);
+    while (tk_running && tk_gen == mine) {
+        publish();
+        tick++;
+        for (tether__tick_sub *s = tk_subs; s; s = s->next)
+            s->fn(s->ctx, tick);
+        wait_tick();
+    }
+    pthread_mutex_unlock(&tk_lock);
+    return NULL;
+}
+
+void tether__ticker_subscribe(tether__tick_sub *s) {
+    pthread_once(&tk_once, tk_init);
+    pthread_mutex_lock(&tk_lock);
+    s->next = tk_subs;
+    tk_subs = s;
+    if (!tk_running) {
+        tk_running = 1;
+        tk_gen++;
+        publish();
+        if (pthread_create(&tk_thread, NULL, tk_main,
+                           (void *)(uintptr_t)tk_gen) == 0)
+            atomic_store(&tether__ticker_on, 1);
+        else
+            tk_running = 0; /* no thread: readers use the coarse clock */
+    }
+    pthread_mutex_unlock(&tk_lock);
+}
+
+void tether__ticker_unsubscribe(tether__tick_sub *s) {
+    pthread_mutex_lock(&tk_lock);
+    tether__tick_sub **pp = &tk_subs;
+    while (*pp && *pp != s)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = s->next;
+    int stop = tk_running && !tk_subs;
+    pthread_t t = tk_thread;
+    if (stop) {
+        tk_running = 0;
+        atomic_store(&tether__ticker_on, 0);
+        pthread_cond_broadcast(&tk_cv);
+    }
+    pthread_mutex_unlock(&tk_lock);
+    if (stop)
+        pthread_join(t, NULL);
+}
