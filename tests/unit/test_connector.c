@@ -210,6 +210,42 @@ static void test_parse_errors(void **state) {
     expect_spec_error("host='a password=s3cret", "position");
 }
 
+/* A keyword the string leaves out takes its PG* variable, as in libpq;
+ * the string wins over the environment; "" is every default. */
+static void test_parse_environment(void **state) {
+    (void)state;
+    tether__conncfg cfg;
+    setenv("PGHOST", "e1,e2", 1);
+    setenv("PGPORT", "6001,6002", 1);
+    setenv("PGTARGETSESSIONATTRS", "read-write", 1);
+    setenv("PGCONNECT_TIMEOUT", "4", 1);
+    assert_int_equal(tether__conncfg_parse("", &cfg, NULL), 0);
+    assert_int_equal(cfg.neps, 2);
+    assert_string_equal(cfg.eps[1].host, "e2");
+    assert_int_equal(cfg.eps[1].port, 6002);
+    assert_int_equal(cfg.target, TETHER_TARGET_READ_WRITE);
+    assert_int_equal(cfg.attempt_timeout_ms, 4000);
+    tether__conncfg_free(&cfg);
+    assert_int_equal(tether__conncfg_parse("host=s port=7 "
+                                           "target_session_attrs=standby",
+                                           &cfg, NULL),
+                     0);
+    assert_int_equal(cfg.neps, 1);
+    assert_string_equal(cfg.eps[0].host, "s");
+    assert_int_equal(cfg.eps[0].port, 7);
+    assert_int_equal(cfg.target, TETHER_TARGET_STANDBY);
+    tether__conncfg_free(&cfg);
+    unsetenv("PGHOST");
+    unsetenv("PGPORT");
+    unsetenv("PGTARGETSESSIONATTRS");
+    unsetenv("PGCONNECT_TIMEOUT");
+    assert_int_equal(tether__conncfg_parse("", &cfg, NULL), 0);
+    assert_int_equal(cfg.neps, 1);
+    assert_null(cfg.eps[0].host); /* libpq's default: the socket */
+    assert_int_equal(cfg.target, TETHER_TARGET_ANY);
+    tether__conncfg_free(&cfg);
+}
+
 static void test_parse_keywords(void **state) {
     (void)state;
     tether__conncfg cfg;
@@ -419,6 +455,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_parse_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_keywords, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parse_environment, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_sequential_skips_refused, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_mirroring_budget_and_partner,
