@@ -109,7 +109,11 @@ typedef enum tether_stop {
 
 /* Details of a failure. Zero-initialize it or call tether_error_clear. */
 typedef struct tether_error {
-    int code;                     /* TETHER_E* (0 when no error) */
+    int code;                     /* TETHER_E* (0 when no error): always the
+                                     value the call returned */
+    int cause;                    /* with TETHER_EOPEN: the code of the
+                                     failure that keeps the breaker open
+                                     (0 when none was recorded) */
     tether_class cls;             /* transient / throttled / permanent */
     tether_stop stop;             /* set by retry loops: why they gave up */
     int not_sent;                 /* 1: the failed work surely never reached the
@@ -451,12 +455,11 @@ TETHER_API void tether_breaker_destroy(tether_breaker *b);
 
 /* tether_breaker_allow asks to make a call. Returns TETHER_PERMIT_CALL or
  * TETHER_PERMIT_PROBE (pass it to tether_breaker_record), or TETHER_EOPEN
- * while open, isolated, or half-open with the probe in flight. Then err is
- * filled from the last recorded failure (its code, class, SQLSTATE and
- * message, so err->code is that failure's code: test the return value for
- * TETHER_EOPEN) with not_sent = 1; with no failure recorded, err->code is
- * TETHER_EOPEN. A probe that never reports is replaced by a new one after
- * one more open period. */
+ * while open, isolated, or half-open with the probe in flight. Then err
+ * says so and when the next probe may go, with the last recorded failure:
+ * its code in err->cause, its class and SQLSTATE, and its message after
+ * the breaker's; not_sent is 1. A probe that never reports is replaced by a
+ * new one after one more open period. */
 TETHER_API int tether_breaker_allow(tether_breaker *b, tether_error *err);
 
 /* tether_breaker_record reports the outcome of a permitted call: ok = 1 for
@@ -565,8 +568,8 @@ TETHER_API void tether_retry_destroy(tether_retry *r);
  * started that would overrun it), a failure that may have reached the server
  * when TETHER_IDEMPOTENT is not in flags, an exhausted budget (returns
  * TETHER_EBUDGET, err->code too, the message keeping the last failure's)
- * or an open breaker (returns TETHER_EOPEN; err is the breaker's cached
- * failure, so test the return value). Otherwise returns fn's last code. err
+ * or an open breaker (returns TETHER_EOPEN, err->cause the failure
+ * behind it). Otherwise returns fn's last code. err
  * receives the last failure with stop, attempts and elapsed_ms set; on
  * success it is cleared but for attempts and elapsed_ms. A suggested pause
  * (retry_after_ms) is honoured for any retried failure, never past the
@@ -864,8 +867,9 @@ TETHER_API void tether_pool_destroy(tether_pool *p);
 /* tether_pool_acquire_at borrows a connection within timeout_ms (-1: the
  * pool's acquire timeout). Waiters are served first come, first served.
  * Errors: TETHER_ETIMEDOUT, TETHER_EQUEUEFULL (too many waiters),
- * TETHER_ECLOSED, a connect error, or TETHER_EOPEN's cached connect error
- * during a blocking period. file and line name the caller for leak
+ * TETHER_ECLOSED, a connect error, or TETHER_EOPEN during a blocking
+ * period after failed connects (err->cause: the connect error; the
+ * message says when the next connect may be tried). file and line name the caller for leak
  * reports; use the tether_pool_acquire macro. */
 TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
                                       tether_lease **out, tether_error *err,

@@ -46,6 +46,7 @@ TETHER__HOT void tether_error_clear(tether_error *err) {
     if (!err)
         return;
     err->code = 0;
+    err->cause = 0;
     err->cls = TETHER_CLASS_NONE;
     err->stop = TETHER_STOP_NONE;
     err->not_sent = 0;

@@ -16,6 +16,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -305,19 +306,30 @@ static void cache_failure(tether_breaker *b, const tether_error *err) {
     b->has_last = 1;
 }
 
-/* fail_fast fills err for a refused call: the last failure as recorded. */
-static void fail_fast(const tether_breaker *b, tether_error *err) {
+/* fail_fast fills err for a refused call: TETHER_EOPEN, saying when the
+ * next probe may go, with the last failure as recorded (its code in
+ * cause, its class and SQLSTATE, its message after the breaker's). */
+static void fail_fast(const tether_breaker *b, int64_t now, tether_error *err) {
     if (!err)
         return;
-    if (!b->has_last) {
+    int64_t wait = TETHER__MAX(b->period - (now - b->opened_at), 0);
+    char head[64];
+    if (atomic_load_explicit(&b->state, memory_order_relaxed) ==
+        TETHER_BREAKER_ISOLATED)
+        snprintf(head, sizeof(head), "isolated (open until reset)");
+    else
+        snprintf(head, sizeof(head), "open, next probe in %lld ms",
+                 (long long)wait);
+    if (!b->has_last)
         tether_error_set(err, TETHER_EOPEN, TETHER_CLASS_TRANSIENT,
-                         "circuit breaker is open");
-    } else {
-        tether_error_clear(err);
-        err->code = b->last.code;
-        err->cls = b->last.cls;
+                         "circuit breaker is %s", head);
+    else
+        tether_error_set(err, TETHER_EOPEN, b->last.cls,
+                         "circuit breaker is %s; last failure: %s: %s", head,
+                         tether_errname(b->last.code), b->last.message);
+    if (b->has_last) {
+        err->cause = b->last.code;
         memcpy(err->sqlstate, b->last.sqlstate, sizeof(err->sqlstate));
-        memcpy(err->message, b->last.message, sizeof(err->message));
     }
     err->not_sent = 1; /* the call was never made */
 }
@@ -354,7 +366,7 @@ int tether_breaker_allow(tether_breaker *b, tether_error *err) {
     pthread_mutex_lock(&b->lock);
     int rc = admit(b, now);
     if (rc == TETHER_EOPEN)
-        fail_fast(b, err);
+        fail_fast(b, now, err);
     unlock(b);
     return rc;
 }

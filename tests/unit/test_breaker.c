@@ -70,11 +70,16 @@ static void record_ok(tether_breaker *b) {
     tether_breaker_record(b, TETHER_PERMIT_CALL, 1, NULL);
 }
 
+/* expect_refused: the call is refused with TETHER_EOPEN, whose message
+ * ends with the last failure's, msg. */
 static void expect_refused(tether_breaker *b, const char *msg) {
     tether_error err;
     memset(&err, 0x7f, sizeof(err));
     assert_int_equal(tether_breaker_allow(b, &err), TETHER_EOPEN);
-    assert_string_equal(err.message, msg);
+    assert_int_equal(err.code, TETHER_EOPEN);
+    size_t n = strlen(err.message), m = strlen(msg);
+    if (n < m || strcmp(err.message + n - m, msg) != 0)
+        fail_msg("\"%s\" does not end with \"%s\"", err.message, msg);
     assert_int_equal(err.not_sent, 1);
 }
 
@@ -126,13 +131,17 @@ static void test_consecutive_opens(void **state) {
     assert_int_equal(tether_breaker_state_get(f.b), TETHER_BREAKER_OPEN);
     assert_int_equal(tether_breaker_open_ms(f.b), 1000);
 
-    /* Refused callers see the last failure itself. */
+    /* Refused callers see TETHER_EOPEN (the code and the return value
+     * agree), when the next probe goes, and the last failure itself. */
     tether_error err = {0};
     assert_int_equal(tether_breaker_allow(f.b, &err), TETHER_EOPEN);
-    assert_int_equal(err.code, TETHER_ECONNECT);
+    assert_int_equal(err.code, TETHER_EOPEN);
+    assert_int_equal(err.cause, TETHER_ECONNECT);
     assert_int_equal(err.cls, TETHER_CLASS_TRANSIENT);
     assert_string_equal(err.sqlstate, "08006");
-    assert_string_equal(err.message, "connection refused");
+    assert_string_equal(err.message,
+                        "circuit breaker is open, next probe in 1000 ms; "
+                        "last failure: TETHER_ECONNECT: connection refused");
     assert_int_equal(tether_breaker_allow(f.b, NULL), TETHER_EOPEN);
     done(&f);
 }
@@ -333,7 +342,7 @@ static void test_probe_success_resets_period(void **state) {
     }
     assert_int_equal(tether_breaker_open_ms(f.b), 40000);
     /* A probe failure without details: the generic message. */
-    expect_refused(f.b, "circuit breaker is open");
+    expect_refused(f.b, "circuit breaker is open, next probe in 40000 ms");
     advance_ms(&f, 40000);
     assert_int_equal(tether_breaker_allow(f.b, NULL), TETHER_PERMIT_PROBE);
     tether_breaker_record(f.b, TETHER_PERMIT_PROBE, 1, NULL);
@@ -370,8 +379,8 @@ static void *hammer_thread(void *arg) {
             atomic_fetch_add(&h->probes, 1);
         } else if (rc == TETHER_EOPEN) {
             atomic_fetch_add(&h->refused, 1);
-            if (strcmp(err.message, "server closed the connection") != 0 ||
-                err.code != TETHER_ECONNECT)
+            if (!strstr(err.message, "server closed the connection") ||
+                err.code != TETHER_EOPEN || err.cause != TETHER_ECONNECT)
                 atomic_fetch_add(&h->wrong_msg, 1);
         } else {
             atomic_fetch_add(&h->other, 1);
@@ -575,7 +584,8 @@ static void test_isolate(void **state) {
     tether_error err = {0};
     assert_int_equal(tether_breaker_allow(f.b, &err), TETHER_EOPEN);
     assert_int_equal(err.code, TETHER_EOPEN);
-    assert_string_equal(err.message, "circuit breaker is open");
+    assert_string_equal(err.message,
+                        "circuit breaker is isolated (open until reset)");
     advance_ms(&f, 3600 * 1000); /* time does not end isolation */
     assert_int_equal(tether_breaker_allow(f.b, NULL), TETHER_EOPEN);
     record_ok(f.b);
@@ -588,7 +598,7 @@ static void test_isolate(void **state) {
     assert_int_equal(tether_breaker_state_get(f.b), TETHER_BREAKER_CLOSED);
     assert_int_equal(tether_breaker_allow(f.b, NULL), TETHER_PERMIT_CALL);
     tether_breaker_isolate(f.b); /* the cached failure was forgotten */
-    expect_refused(f.b, "circuit breaker is open");
+    expect_refused(f.b, "circuit breaker is isolated (open until reset)");
     done(&f);
 }
 

@@ -1129,7 +1129,10 @@ static void test_breaker_open(void **state) {
     assert_int_equal(s.calls, 2);
     assert_int_equal(err.stop, TETHER_STOP_BREAKER);
     assert_int_equal(err.attempts, 2);
-    assert_string_equal(err.message, "op failure #2"); /* cached, kept */
+    assert_int_equal(err.code, TETHER_EOPEN); /* as returned */
+    assert_int_equal(err.cause, TETHER_ECONNECT);
+    assert_non_null(strstr(err.message, "last failure: TETHER_ECONNECT: "
+                                        "op failure #2")); /* cached, kept */
     assert_true(stats(r).stopped_breaker == 1);
 
     /* While open: no attempt at all. */
@@ -1140,7 +1143,9 @@ static void test_breaker_open(void **state) {
     assert_int_equal(s.calls, 0);
     assert_int_equal(err.attempts, 0);
     assert_int_equal(err.stop, TETHER_STOP_BREAKER);
-    assert_string_equal(err.message, "op failure #2");
+    assert_int_equal(err.code, TETHER_EOPEN);
+    assert_non_null(strstr(err.message, "last failure: TETHER_ECONNECT: "
+                                        "op failure #2"));
 
     /* After the open period the probe goes through and closes it. */
     tether_vclock_advance(f.vc, 5000 * MS);
