@@ -1,4 +1,4 @@
-/* failover.c - the failover benchmark (DESIGN.md section 6): the time from
+/* failover.c - the failover benchmark (bench/run-failover): the time from
  * the primary's loss to the first successful write on the promoted
  * standby, minus the promotion itself. Run inside a scratch cluster:
  *

@@ -1,6 +1,6 @@
 /* bench_query.c - `tether bench query`: acquire, SELECT 1, release against
  * PostgreSQL through a tether pool, T threads on a pool of P, for S seconds
- * (DESIGN.md sections 5 and 6). Every operation is timed on
+ * (run beside its peers by bench/run-query). Every operation is timed on
  * CLOCK_MONOTONIC (a round trip costs tens of microseconds, two clock reads
  * cost tens of nanoseconds) into per-thread log-linear histograms, and so
  * is its acquire part (the wait):

@@ -1,13 +1,24 @@
 /* resolve.c - host name resolution that cannot blow the connect deadline:
- * glibc's getaddrinfo_a runs the lookup on its own thread and gai_suspend
+ * the lookup (getaddrinfo) runs on a thread of its own and the caller
  * waits for it at most the attempt's budget. A lookup still running at the
- * deadline is canceled (or, if it cannot be, left to finish and free
- * itself later). Numeric addresses and Unix-socket paths need no lookup. */
+ * deadline is left to finish: the caller and the lookup's thread each hold
+ * a reference, and whichever lets go last frees it. Numeric addresses and
+ * Unix-socket paths need no lookup.
+ *
+ * Not glibc's getaddrinfo_a: a gai_suspend that times out just as the
+ * lookup finishes returns without unhooking its waiter, which lives on the
+ * caller's stack and which glibc then writes through (concurrent lookups
+ * with short budgets crashed on it), a lookup canceled with gai_cancel is
+ * never freed by glibc, and ThreadSanitizer cannot follow the threads glibc
+ * starts for it (the first allocation on one crashes). */
 #include "connector.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,28 +46,130 @@ static int copy_addrs(struct addrinfo *res, char addrs[][64]) {
     return n;
 }
 
-/* A lookup in flight; freed by whoever finishes last. */
+/* Lookups still running beyond this many (the resolver is not answering)
+ * make new ones fail at once instead of starting one more thread each. */
+#define MAX_LOOKUPS 128
+
+/* What the lookup thread calls: getaddrinfo, or a test's stand-in. */
+typedef int tether__gai_fn(const char *, const char *, const struct addrinfo *,
+                           struct addrinfo **);
+extern tether__gai_fn *tether__getaddrinfo;
+tether__gai_fn *tether__getaddrinfo = getaddrinfo;
+
+/* A lookup in flight. Two references: the caller's, dropped when
+ * tether__resolve returns, and the lookup thread's, dropped when
+ * getaddrinfo has answered. Whoever drops the last one frees the lookup
+ * and its result, so a lookup that outlives its caller's deadline is freed
+ * when it finishes, and neither side touches it after it is freed. */
 typedef struct lookup {
-    struct gaicb cb;
-    struct addrinfo hints;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;    /* CLOCK_MONOTONIC */
+    int done, rc;         /* under mu: answered, with getaddrinfo's code */
+    struct addrinfo *res; /* set with done, then left alone */
+    tether__gai_fn *gai;
+    atomic_int refs;
     char name[256];
 } lookup;
 
-static int wait_lookup(lookup *l, int64_t budget_ms) {
-    const struct gaicb *list[1] = {&l->cb};
-    struct timespec ts, *tp = NULL;
-    if (budget_ms >= 0) {
-        ts.tv_sec = budget_ms / 1000;
-        ts.tv_nsec = (budget_ms % 1000) * 1000000L;
-        tp = &ts;
+/* Lookups allocated and not yet freed (also for the tests). */
+static atomic_int pending;
+
+int tether__resolve_pending(void);
+int tether__resolve_pending(void) {
+    return atomic_load(&pending);
+}
+
+static void unref(lookup *l) {
+    if (atomic_fetch_sub_explicit(&l->refs, 1, memory_order_acq_rel) == 1) {
+        if (l->res)
+            freeaddrinfo(l->res);
+        pthread_cond_destroy(&l->cv);
+        pthread_mutex_destroy(&l->mu);
+        free(l);
+        atomic_fetch_sub_explicit(&pending, 1, memory_order_release);
     }
-    for (;;) {
-        int rc = gai_suspend(list, 1, tp);
-        if (rc == EAI_AGAIN)
-            return TETHER_ETIMEDOUT;
-        if (rc != EAI_INTR || budget_ms >= 0)
-            return gai_error(&l->cb) == EAI_INPROGRESS ? TETHER_ETIMEDOUT : 0;
+}
+
+static void *run_lookup(void *arg) {
+    lookup *l = arg;
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_ADDRCONFIG};
+    struct addrinfo *res = NULL;
+    int rc = l->gai(l->name, NULL, &hints, &res);
+    pthread_mutex_lock(&l->mu);
+    l->rc = rc;
+    l->res = rc == 0 ? res : NULL;
+    l->done = 1;
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    unref(l);
+    return NULL;
+}
+
+/* Starts l's thread, detached, with every signal blocked (signals are for
+ * the application's threads). */
+static int start_lookup(lookup *l) {
+    pthread_attr_t attr;
+    sigset_t all, old;
+    pthread_t t;
+    if (pthread_attr_init(&attr) != 0)
+        return -1;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&t, &attr, run_lookup, l);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return rc == 0 ? 0 : -1;
+}
+
+static lookup *new_lookup(const char *host) {
+    lookup *l = calloc(1, sizeof(*l));
+    pthread_condattr_t ca;
+    if (!l || pthread_condattr_init(&ca) != 0) {
+        free(l);
+        return NULL;
     }
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    int bad = pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    if (!bad && pthread_mutex_init(&l->mu, NULL) != 0) {
+        pthread_cond_destroy(&l->cv);
+        bad = 1;
+    }
+    if (bad) {
+        free(l);
+        return NULL;
+    }
+    snprintf(l->name, sizeof(l->name), "%s", host);
+    l->gai = tether__getaddrinfo;
+    atomic_init(&l->refs, 2);
+    return l;
+}
+
+/* Waits for l's answer until budget_ms has passed (-1: no limit); signals
+ * do not cut the wait short. Returns 1 once answered (rc set), else 0. */
+static int wait_lookup(lookup *l, int64_t budget_ms, int *rc) {
+    struct timespec end;
+    clock_gettime(CLOCK_MONOTONIC, &end);
+    end.tv_sec += budget_ms / 1000;
+    end.tv_nsec += (budget_ms % 1000) * 1000000L;
+    if (end.tv_nsec >= 1000000000L) {
+        end.tv_sec++;
+        end.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&l->mu);
+    while (!l->done) {
+        if (budget_ms < 0)
+            pthread_cond_wait(&l->cv, &l->mu);
+        else if (pthread_cond_timedwait(&l->cv, &l->mu, &end) == ETIMEDOUT)
+            break;
+    }
+    int done = l->done;
+    *rc = l->rc;
+    pthread_mutex_unlock(&l->mu);
+    return done;
 }
 
 int tether__resolve(const char *host, int64_t budget_ms, char addrs[][64],
@@ -65,38 +178,36 @@ int tether__resolve(const char *host, int64_t budget_ms, char addrs[][64],
         snprintf(addrs[0], 64, "%s", host ? host : "");
         return 1;
     }
-    lookup *l = calloc(1, sizeof(*l));
-    if (!l)
+    if (atomic_fetch_add_explicit(&pending, 1, memory_order_relaxed) >=
+        MAX_LOOKUPS) {
+        atomic_fetch_sub_explicit(&pending, 1, memory_order_relaxed);
+        return tether_error_set(err, TETHER_ERESOLVE, TETHER_CLASS_TRANSIENT,
+                                "cannot resolve \"%.60s\": %d lookups are "
+                                "still waiting for the resolver",
+                                host, MAX_LOOKUPS);
+    }
+    lookup *l = new_lookup(host);
+    if (!l) {
+        atomic_fetch_sub_explicit(&pending, 1, memory_order_relaxed);
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
-    snprintf(l->name, sizeof(l->name), "%s", host);
-    l->hints.ai_family = AF_UNSPEC;
-    l->hints.ai_socktype = SOCK_STREAM;
-    l->hints.ai_flags = AI_ADDRCONFIG;
-    l->cb.ar_name = l->name;
-    l->cb.ar_request = &l->hints;
-    struct gaicb *list[1] = {&l->cb};
-    if (getaddrinfo_a(GAI_NOWAIT, list, 1, NULL) != 0) {
-        free(l);
+    }
+    if (start_lookup(l) != 0) {
+        unref(l); /* the thread's reference */
+        unref(l);
         return tether_error_set(err, TETHER_ERESOLVE, TETHER_CLASS_TRANSIENT,
                                 "cannot start resolving \"%.60s\"", host);
     }
-    if (wait_lookup(l, budget_ms) == TETHER_ETIMEDOUT) {
-        if (gai_cancel(&l->cb) == EAI_CANCELED ||
-            gai_error(&l->cb) != EAI_INPROGRESS) {
-            freeaddrinfo(l->cb.ar_result);
-            free(l);
-        } /* else: still running; a small leak beats a use after free */
+    int rc;
+    if (!wait_lookup(l, budget_ms, &rc)) {
+        unref(l); /* the lookup thread frees it if it is still running */
         return tether_error_set(err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
                                 "resolving \"%.60s\" took longer than %lld "
                                 "ms",
                                 host, (long long)budget_ms);
     }
-    int rc = gai_error(&l->cb), n = 0;
-    if (rc == 0)
-        n = copy_addrs(l->cb.ar_result, addrs);
-    freeaddrinfo(l->cb.ar_result);
-    free(l);
+    int n = rc == 0 ? copy_addrs(l->res, addrs) : 0;
+    unref(l);
     if (n > 0)
         return n;
     return tether_error_set(err, TETHER_ERESOLVE,
