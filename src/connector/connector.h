@@ -60,6 +60,20 @@ int tether__conncfg_set_hosts(tether__conncfg *cfg, const char *list,
 int tether__resolve(const char *host, int64_t budget_ms, char addrs[][64],
                     tether_error *err);
 
+/* Lookups still running beyond this many (the resolver is not answering)
+ * make new ones fail at once instead of starting one more thread each. */
+#define TETHER__MAX_LOOKUPS 128
+
+/* What a lookup thread calls: getaddrinfo, or a test's stand-in. */
+struct addrinfo;
+typedef int tether__gai_fn(const char *, const char *, const struct addrinfo *,
+                           struct addrinfo **);
+extern tether__gai_fn *tether__getaddrinfo;
+
+/* tether__resolve_pending returns the lookups allocated and not yet freed
+ * (callers gone or not). */
+int tether__resolve_pending(void);
+
 /* What the host-state cache knows of an endpoint. */
 typedef struct tether__hoststate {
     int state;        /* HS_* */

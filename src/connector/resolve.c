@@ -46,14 +46,8 @@ static int copy_addrs(struct addrinfo *res, char addrs[][64]) {
     return n;
 }
 
-/* Lookups still running beyond this many (the resolver is not answering)
- * make new ones fail at once instead of starting one more thread each. */
-#define MAX_LOOKUPS 128
+#define MAX_LOOKUPS TETHER__MAX_LOOKUPS
 
-/* What the lookup thread calls: getaddrinfo, or a test's stand-in. */
-typedef int tether__gai_fn(const char *, const char *, const struct addrinfo *,
-                           struct addrinfo **);
-extern tether__gai_fn *tether__getaddrinfo;
 tether__gai_fn *tether__getaddrinfo = getaddrinfo;
 
 /* A lookup in flight. Two references: the caller's, dropped when
@@ -74,7 +68,6 @@ typedef struct lookup {
 /* Lookups allocated and not yet freed (also for the tests). */
 static atomic_int pending;
 
-int tether__resolve_pending(void);
 int tether__resolve_pending(void) {
     return atomic_load(&pending);
 }

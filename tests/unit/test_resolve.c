@@ -27,16 +27,10 @@
 #include <sys/time.h>
 #include <time.h>
 
-#include "connector/connector.h"
+#include "connector.h"
 #include "tether.h"
 
-/* resolve.c's test hooks. */
-typedef int tether__gai_fn(const char *, const char *, const struct addrinfo *,
-                           struct addrinfo **);
-extern tether__gai_fn *tether__getaddrinfo;
-int tether__resolve_pending(void);
-
-#define MAX_LOOKUPS 128 /* resolve.c's MAX_LOOKUPS */
+#define MAX_LOOKUPS TETHER__MAX_LOOKUPS
 
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
