@@ -25,8 +25,11 @@ TETHER_API const tether_driver *tether_driver_pq(void);
  * SQLSTATE, else from the state of pgconn (may be NULL; a lost
  * connection is TETHER_EBROKEN, transient, not_sent 0). Classes follow the
  * SQLSTATE (docs/pq-driver.md): 40001/40P01 TETHER_ECONFLICT and 53300
- * TETHER_ETHROTTLED are transient or throttled, 25006 TETHER_EREADONLY
- * re-routes to the primary, class 28 is permanent. Returns the code
+ * TETHER_ETHROTTLED are transient or throttled, class 28 is permanent;
+ * 25006 is TETHER_EREADONLY, on which tether_pool_run clears the pool and
+ * retries (the work was refused, so it never ran): the retry connects
+ * through the connector again, which finds the new primary when the
+ * target is read-write or primary. Returns the code
  * (negative), or 0 when pgresult is a successful result. */
 TETHER_API int tether_pq_error(const PGconn *pgconn, const PGresult *pgresult,
                                tether_error *err);

@@ -84,7 +84,7 @@ static int start_next(race *r, void **won) {
     r->attempts++;
     tether_error e = {0};
     char addrs[TETHER__MAX_ADDRS][64];
-    int64_t left = r->deadline < 0 ? -1 : r->deadline - now(r);
+    int64_t left = r->deadline < 0 ? -1 : TETHER__MAX(r->deadline - now(r), 0);
     int n = 1;
     addrs[0][0] = '\0';
     if (!ep->hostaddr && c->drv->resolve_names)
