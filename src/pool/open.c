@@ -10,19 +10,15 @@
 
 typedef tether__pool_keys pool_keys;
 
-static int set_retry(void *base, const char *key, const char *v,
-                     tether_error *err) {
+/* tether_retry and tether_breaker: policy specs (docs/policy-spec.md). */
+static int set_policy(void *base, const char *key, const char *v,
+                      tether_error *err) {
+    tether_pool_opts *o = &((pool_keys *)base)->o;
     tether_error e2 = {0};
-    if (tether_retry_opts_parse(v, &((pool_keys *)base)->o.retry, &e2) == 0)
-        return 0;
-    return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                            "connection string: %s: %s", key, e2.message);
-}
-
-static int set_breaker(void *base, const char *key, const char *v,
-                       tether_error *err) {
-    tether_error e2 = {0};
-    if (tether_breaker_opts_parse(v, &((pool_keys *)base)->o.breaker, &e2) == 0)
+    int rc = !strcmp(key, "tether_retry")
+                 ? tether_retry_opts_parse(v, &o->retry, &e2)
+                 : tether_breaker_opts_parse(v, &o->breaker, &e2);
+    if (rc == 0)
         return 0;
     return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
                             "connection string: %s: %s", key, e2.message);
@@ -48,8 +44,8 @@ static const tether__keydef pool_keys_defs[] = {
                      OPT(barge_limit_us), 0, 1000000000),
     TETHER__KD("tether_leak_threshold", TETHER__KD_MS, OPT(leak_threshold_ms)),
     TETHER__KD("tether_reset_query", TETHER__KD_STR, PK(reset_query)),
-    TETHER__KD_CALL("tether_retry", set_retry),
-    TETHER__KD_CALL("tether_breaker", set_breaker),
+    TETHER__KD_CALL("tether_retry", set_policy),
+    TETHER__KD_CALL("tether_breaker", set_policy),
     TETHER__KD_END};
 
 int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
