@@ -1,13 +1,20 @@
 /*
  * tether.h - connection pool, failover connector and transient-fault handling.
  *
- * This is tether's one public header. Conventions:
+ * The main public header; tether_pq.h adds the PostgreSQL specifics and
+ * tether_sim.h a simulated driver and a virtual clock for tests.
+ * Conventions:
  *   - every object is an opaque handle with a create/destroy pair; destroy
  *     accepts NULL;
  *   - fallible functions return 0 or a negative TETHER_E* code; details go
- *     into a tether_error the caller passes in (it may be NULL);
+ *     into a tether_error the caller passes in (it may be NULL), whose code
+ *     is always the value returned;
  *   - options structs are filled with defaults by their *_init function;
  *     every default is documented beside its field;
+ *   - options and metrics structs start with size_t size, which *_init and
+ *     the *_get functions set from the caller's sizeof (they are macros), so
+ *     a program keeps working with a later libtether whose structs have
+ *     grown (docs/api-stability.md);
  *   - durations in options are milliseconds (int64_t); clocks count
  *     nanoseconds.
  *
@@ -208,26 +215,36 @@ typedef enum tether_jitter {
  * base 100 ms, max 60 s, multiplier 2.0, step = base, full jitter,
  * jitter ratio 0.2, seed 0 (random). */
 typedef struct tether_backoff_opts {
+    size_t size; /* sizeof, set by tether_backoff_opts_init */
     tether_backoff_kind kind;
     int64_t base_ms;   /* first pause (>= 0) */
     int64_t max_ms;    /* cap on any pause (>= base_ms) */
     int64_t step_ms;   /* incremental: added per retry */
     double multiplier; /* exponential growth factor (>= 1.0) */
     tether_jitter jitter;
-    double jitter_ratio; /* proportional jitter: +-ratio, in [0, 1] */
-    uint64_t seed;       /* RNG seed; 0 seeds from the system */
+    double jitter_ratio;   /* proportional jitter: +-ratio, in [0, 1] */
+    uint64_t seed;         /* RNG seed; 0 seeds from the system */
+    uint64_t reserved_[4]; /* room to grow without moving the fields of
+                              the options that embed this struct; 0 */
 } tether_backoff_opts;
 
-/* tether_backoff_opts_init fills o with the documented defaults. */
-TETHER_API void tether_backoff_opts_init(tether_backoff_opts *o);
+/* tether_backoff_opts_init fills o with the documented defaults and sets
+ * o->size (a macro: it passes the sizeof *o the caller was built with). */
+TETHER_API void tether_backoff_opts_init_sized(tether_backoff_opts *o,
+                                               size_t size);
+#define tether_backoff_opts_init(o)                                            \
+    tether_backoff_opts_init_sized((o), sizeof *(o))
 
 /* tether_backoff_preset fills o with a named preset: "grpc" (1 s, x1.6,
  * +-20 %, cap 120 s), "blocking-period" (5 s doubling to 60 s, no jitter),
  * "reconnect" (tether's default reconnect policy: docs/backoff.md). The
  * mirroring and streaming schedules are connection schedules
  * (tether_schedule). Returns TETHER_ESPEC for an unknown name. */
-TETHER_API int tether_backoff_preset(const char *name, tether_backoff_opts *o,
-                                     tether_error *err);
+TETHER_API int tether_backoff_preset_sized(const char *name,
+                                           tether_backoff_opts *o, size_t size,
+                                           tether_error *err);
+#define tether_backoff_preset(name, o, err)                                    \
+    tether_backoff_preset_sized((name), (o), sizeof *(o), (err))
 
 /* tether_backoff_validate checks o; on failure names the bad field. */
 TETHER_API int tether_backoff_validate(const tether_backoff_opts *o,
@@ -292,6 +309,7 @@ TETHER_API int tether_strategy_parse(const char *name, tether_strategy *out);
  * the login timeout), backoff defaults, initial wait on (streaming only),
  * seed 0. */
 typedef struct tether_schedule_opts {
+    size_t size; /* sizeof, set by tether_schedule_opts_init */
     tether_strategy strategy;
     int64_t login_timeout_ms;    /* overall budget; -1 = infinite */
     int nhosts;                  /* hosts in the list (>= 1) */
@@ -303,8 +321,12 @@ typedef struct tether_schedule_opts {
     uint64_t seed;               /* RNG seed; 0 seeds from the system */
 } tether_schedule_opts;
 
-/* tether_schedule_opts_init fills o with the documented defaults. */
-TETHER_API void tether_schedule_opts_init(tether_schedule_opts *o);
+/* tether_schedule_opts_init fills o with the documented defaults and sets
+ * o->size (a macro: it passes the sizeof *o the caller was built with). */
+TETHER_API void tether_schedule_opts_init_sized(tether_schedule_opts *o,
+                                                size_t size);
+#define tether_schedule_opts_init(o)                                           \
+    tether_schedule_opts_init_sized((o), sizeof *(o))
 
 typedef enum tether_step_kind {
     TETHER_STEP_ATTEMPT = 0, /* connect to host/port within budget_ms */
@@ -359,14 +381,19 @@ TETHER_API void tether_schedule_provisioned(tether_schedule *s, int ok,
  * retry after a timeout costs 10, a first-try success refunds 1, a retry
  * that succeeds refunds its cost. */
 typedef struct tether_budget_opts {
+    size_t size;        /* sizeof, set by tether_budget_opts_init */
     int capacity;       /* maximum and initial tokens (> 0) */
     int retry_cost;     /* tokens a retry takes */
     int timeout_cost;   /* tokens a retry after a timeout takes */
     int success_refund; /* tokens a success without retry gives back */
 } tether_budget_opts;
 
-/* tether_budget_opts_init fills o with the documented defaults. */
-TETHER_API void tether_budget_opts_init(tether_budget_opts *o);
+/* tether_budget_opts_init fills o with the documented defaults and sets
+ * o->size (a macro: it passes the sizeof *o the caller was built with). */
+TETHER_API void tether_budget_opts_init_sized(tether_budget_opts *o,
+                                              size_t size);
+#define tether_budget_opts_init(o)                                             \
+    tether_budget_opts_init_sized((o), sizeof *(o))
 
 /* A token bucket keeping retries a bounded share of traffic to one target.
  * Thread-safe (lock-free). */
@@ -417,6 +444,7 @@ typedef void (*tether_breaker_fn)(void *ctx, tether_breaker_state from,
  * window with at least 20 calls, open 5 s, growth 2.0, max open 60 s, real
  * clock, no callback. */
 typedef struct tether_breaker_opts {
+    size_t size; /* sizeof, set by tether_breaker_opts_init */
     tether_breaker_mode mode;
     int failures;        /* consecutive mode threshold (>= 1) */
     double ratio;        /* ratio mode threshold, in (0, 1] */
@@ -428,16 +456,25 @@ typedef struct tether_breaker_opts {
     const tether_clock *clock;
     tether_breaker_fn on_state; /* called outside the breaker's lock */
     void *on_state_ctx;
+    uint64_t reserved_[4]; /* room to grow without moving the fields of
+                              the options that embed this struct; 0 */
 } tether_breaker_opts;
 
-/* tether_breaker_opts_init fills o with the documented defaults. */
-TETHER_API void tether_breaker_opts_init(tether_breaker_opts *o);
+/* tether_breaker_opts_init fills o with the documented defaults and sets
+ * o->size (a macro: it passes the sizeof *o the caller was built with). */
+TETHER_API void tether_breaker_opts_init_sized(tether_breaker_opts *o,
+                                               size_t size);
+#define tether_breaker_opts_init(o)                                            \
+    tether_breaker_opts_init_sized((o), sizeof *(o))
 
 /* tether_breaker_preset fills o with a named preset: "blocking-period"
  * (SqlClient's pool blocking period: open on the first failure for 5 s,
  * doubling on each failed probe up to 60 s, reset by a success). */
-TETHER_API int tether_breaker_preset(const char *name, tether_breaker_opts *o,
-                                     tether_error *err);
+TETHER_API int tether_breaker_preset_sized(const char *name,
+                                           tether_breaker_opts *o, size_t size,
+                                           tether_error *err);
+#define tether_breaker_preset(name, o, err)                                    \
+    tether_breaker_preset_sized((name), (o), sizeof *(o), (err))
 
 /* A circuit breaker. Thread-safe. */
 typedef struct tether_breaker tether_breaker;
@@ -524,6 +561,7 @@ typedef void (*tether_retry_hook)(void *ctx, const tether_retry_event *ev);
  * classifier (tether_classify_default), no budget, no breaker, no hook, real
  * clock, process log sink. */
 typedef struct tether_retry_opts {
+    size_t size; /* sizeof, set by tether_retry_opts_init */
     tether_backoff_opts backoff;
     int max_attempts;           /* total attempts including the first (>=1) */
     int64_t deadline_ms;        /* overall, from the start; 0 = none */
@@ -537,10 +575,14 @@ typedef struct tether_retry_opts {
     tether_log_fn log; /* NULL: the process sink (tether_set_log) */
     void *log_ctx;
     const tether_clock *clock; /* NULL: real clock */
+    uint64_t reserved_[4];     /* room to grow without moving the fields of
+                                  the options that embed this struct; 0 */
 } tether_retry_opts;
 
-/* tether_retry_opts_init fills o with the documented defaults. */
-TETHER_API void tether_retry_opts_init(tether_retry_opts *o);
+/* tether_retry_opts_init fills o with the documented defaults and sets
+ * o->size (a macro: it passes the sizeof *o the caller was built with). */
+TETHER_API void tether_retry_opts_init_sized(tether_retry_opts *o, size_t size);
+#define tether_retry_opts_init(o) tether_retry_opts_init_sized((o), sizeof *(o))
 
 /* tether_classify_default classifies by err->cls when set, else by code:
  * ETIMEDOUT, ECONNECT, EBROKEN, EIO, ERESOLVE, ECONFLICT are transient;
@@ -592,6 +634,7 @@ TETHER_API int tether_retry_run_for(tether_retry *r, unsigned flags,
 
 /* Counters of a policy, summed over all runs. */
 typedef struct tether_retry_stats {
+    size_t size; /* what the library filled (the caller's sizeof) */
     uint64_t runs;
     uint64_t attempts;
     uint64_t retries;
@@ -610,8 +653,11 @@ typedef struct tether_retry_stats {
 } tether_retry_stats;
 
 /* tether_retry_stats_get copies the counters of r into out. */
-TETHER_API void tether_retry_stats_get(const tether_retry *r,
-                                       tether_retry_stats *out);
+TETHER_API void tether_retry_stats_get_sized(const tether_retry *r,
+                                             tether_retry_stats *out,
+                                             size_t size);
+#define tether_retry_stats_get(r, out)                                         \
+    tether_retry_stats_get_sized((r), (out), sizeof *(out))
 
 /* ------------------------------------------------------------------------ */
 /* Policy specifications                                                    */
@@ -624,20 +670,28 @@ TETHER_API void tether_retry_stats_get(const tether_retry *r,
  * keys apply. The grammar is in docs/policy-spec.md. Errors (TETHER_ESPEC)
  * name the key and value and leave o unchanged; NULL spec or o gives
  * TETHER_EINVAL. */
-TETHER_API int tether_retry_opts_parse(const char *spec, tether_retry_opts *o,
-                                       tether_error *err);
+TETHER_API int tether_retry_opts_parse_sized(const char *spec,
+                                             tether_retry_opts *o, size_t size,
+                                             tether_error *err);
+#define tether_retry_opts_parse(spec, o, err)                                  \
+    tether_retry_opts_parse_sized((spec), (o), sizeof *(o), (err))
 
 /* tether_breaker_opts_parse parses a breaker spec such as
  * "breaker ratio=0.5 window=30s min=20 open=5s max-open=60s" or
  * "blocking-period". */
-TETHER_API int tether_breaker_opts_parse(const char *spec,
-                                         tether_breaker_opts *o,
-                                         tether_error *err);
+TETHER_API int tether_breaker_opts_parse_sized(const char *spec,
+                                               tether_breaker_opts *o,
+                                               size_t size, tether_error *err);
+#define tether_breaker_opts_parse(spec, o, err)                                \
+    tether_breaker_opts_parse_sized((spec), (o), sizeof *(o), (err))
 
 /* tether_budget_opts_parse parses "budget tokens=500 cost=5
  * timeout-cost=10 refund=1". */
-TETHER_API int tether_budget_opts_parse(const char *spec, tether_budget_opts *o,
-                                        tether_error *err);
+TETHER_API int tether_budget_opts_parse_sized(const char *spec,
+                                              tether_budget_opts *o,
+                                              size_t size, tether_error *err);
+#define tether_budget_opts_parse(spec, o, err)                                 \
+    tether_budget_opts_parse_sized((spec), (o), sizeof *(o), (err))
 
 /* tether_duration_parse parses "250ms", "15s", "2m", "1h" (also "0", and
  * "1.5s" when it is a whole number of ms; no surrounding whitespace) into
@@ -724,6 +778,7 @@ typedef int (*tether_provision_fn)(void *ctx, char *buf, size_t cap);
  * taken out before the driver sees the rest; a keyword it leaves out takes
  * its PG* environment variable, as in libpq. */
 typedef struct tether_connector_opts {
+    size_t size;                 /* sizeof, set by tether_connector_opts_init */
     const char *conninfo;        /* required */
     const tether_driver *driver; /* NULL: tether_driver_pq() */
     void *driver_ctx;            /* with a driver: its parameters */
@@ -737,8 +792,12 @@ typedef struct tether_connector_opts {
     uint64_t seed;
 } tether_connector_opts;
 
-/* tether_connector_opts_init fills o with the documented defaults. */
-TETHER_API void tether_connector_opts_init(tether_connector_opts *o);
+/* tether_connector_opts_init fills o with the documented defaults and sets
+ * o->size (a macro: it passes the sizeof *o the caller was built with). */
+TETHER_API void tether_connector_opts_init_sized(tether_connector_opts *o,
+                                                 size_t size);
+#define tether_connector_opts_init(o)                                          \
+    tether_connector_opts_init_sized((o), sizeof *(o))
 
 /* A connector: endpoints, a strategy, a role target and a host-state cache.
  * Thread-safe: many threads may connect through one connector. */
@@ -792,6 +851,7 @@ TETHER_API const char *tether_target_name(tether_target t);
  * exponential 50 ms x2 to 1 s, full jitter, 3 attempts, deadline = the
  * acquire timeout; no reset query; real clock; seed 0. */
 typedef struct tether_pool_opts {
+    size_t size;                 /* sizeof, set by tether_pool_opts_init */
     const tether_driver *driver; /* required unless connector is set */
     void *driver_ctx;            /* driver's target (tether_sim for sim) */
     tether_connector *connector; /* create connections through it (not
@@ -826,10 +886,14 @@ typedef struct tether_pool_opts {
     void *log_ctx;
     const tether_clock *clock;
     uint64_t seed;
+    uint64_t reserved_[4]; /* room to grow without moving the fields of
+                              the options that embed this struct; 0 */
 } tether_pool_opts;
 
-/* tether_pool_opts_init fills o with the documented defaults. */
-TETHER_API void tether_pool_opts_init(tether_pool_opts *o);
+/* tether_pool_opts_init fills o with the documented defaults and sets
+ * o->size (a macro: it passes the sizeof *o the caller was built with). */
+TETHER_API void tether_pool_opts_init_sized(tether_pool_opts *o, size_t size);
+#define tether_pool_opts_init(o) tether_pool_opts_init_sized((o), sizeof *(o))
 
 /* A connection pool. Thread-safe. */
 typedef struct tether_pool tether_pool;
@@ -869,8 +933,8 @@ TETHER_API void tether_pool_destroy(tether_pool *p);
  * Errors: TETHER_ETIMEDOUT, TETHER_EQUEUEFULL (too many waiters),
  * TETHER_ECLOSED, a connect error, or TETHER_EOPEN during a blocking
  * period after failed connects (err->cause: the connect error; the
- * message says when the next connect may be tried). file and line name the caller for leak
- * reports; use the tether_pool_acquire macro. */
+ * message says when the next connect may be tried). file and line name the
+ * caller for leak reports; use the tether_pool_acquire macro. */
 TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
                                       tether_lease **out, tether_error *err,
                                       const char *file, int line);
@@ -924,6 +988,7 @@ TETHER_API int tether_pool_run_for(tether_pool *p, unsigned flags,
  * once from an idle connection in bucket 0 without timing them; others are
  * timed. Bucket upper bounds: tether_pool_hist_bound_us. */
 typedef struct tether_pool_metrics {
+    size_t size; /* what the library filled (the caller's sizeof) */
     int total, idle, in_use, creating, waiters, min_size, max_size;
     uint64_t acquires;
     uint64_t created;
@@ -945,8 +1010,11 @@ typedef struct tether_pool_metrics {
 TETHER_API int64_t tether_pool_hist_bound_us(int i);
 
 /* tether_pool_metrics_get copies p's current metrics into out. */
-TETHER_API void tether_pool_metrics_get(tether_pool *p,
-                                        tether_pool_metrics *out);
+TETHER_API void tether_pool_metrics_get_sized(tether_pool *p,
+                                              tether_pool_metrics *out,
+                                              size_t size);
+#define tether_pool_metrics_get(p, out)                                        \
+    tether_pool_metrics_get_sized((p), (out), sizeof *(out))
 
 /* tether_pool_bytes_per_conn returns the bytes of pool bookkeeping each
  * connection costs (its slot; the pool's fixed part is not counted). */
@@ -970,12 +1038,17 @@ TETHER_API size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf,
  * settings all from the string); otherwise every pool copies the template
  * (its connector must be NULL). */
 typedef struct tether_registry_opts {
+    size_t size;           /* sizeof, set by tether_registry_opts_init */
     tether_pool_opts pool; /* template for new pools (conninfo ignored) */
     int64_t evict_idle_ms; /* 0 = never evict */
 } tether_registry_opts;
 
-/* tether_registry_opts_init fills o with the documented defaults. */
-TETHER_API void tether_registry_opts_init(tether_registry_opts *o);
+/* tether_registry_opts_init fills o with the documented defaults and sets
+ * o->size (a macro: it passes the sizeof *o the caller was built with). */
+TETHER_API void tether_registry_opts_init_sized(tether_registry_opts *o,
+                                                size_t size);
+#define tether_registry_opts_init(o)                                           \
+    tether_registry_opts_init_sized((o), sizeof *(o))
 
 /* Pools keyed by normalized connection string (keyword order, whitespace
  * and quoting do not matter; credentials always do). Thread-safe. */

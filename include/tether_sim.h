@@ -46,6 +46,7 @@ TETHER_API const tether_driver *tether_driver_sim(void);
 /* Sim options. Defaults: no latency, no faults, unlimited connections, seed
  * 0, real clock. Rates are probabilities in [0, 1] drawn per event. */
 typedef struct tether_sim_opts {
+    size_t size;                /* sizeof, set by tether_sim_opts_init */
     int64_t connect_latency_ms; /* each connect takes this long (on clock) */
     int max_connections;        /* beyond: connects fail throttled; 0 = no
                                    limit */
@@ -61,8 +62,10 @@ typedef struct tether_sim_opts {
     const tether_clock *clock;
 } tether_sim_opts;
 
-/* tether_sim_opts_init fills o with the documented defaults. */
-TETHER_API void tether_sim_opts_init(tether_sim_opts *o);
+/* tether_sim_opts_init fills o with the documented defaults and sets
+ * o->size (a macro: it passes the sizeof *o the caller was built with). */
+TETHER_API void tether_sim_opts_init_sized(tether_sim_opts *o, size_t size);
+#define tether_sim_opts_init(o) tether_sim_opts_init_sized((o), sizeof *(o))
 
 /* A simulated server and its connections. Thread-safe. */
 typedef struct tether_sim tether_sim;
@@ -94,6 +97,7 @@ TETHER_API void tether_sim_fatal_all(tether_sim *sim);
 
 /* Counters of a simulated server. */
 typedef struct tether_sim_stats {
+    size_t size;        /* what the library filled (the caller's sizeof) */
     uint64_t connects;  /* connect attempts */
     uint64_t connected; /* successful connects */
     uint64_t open;      /* connections open now */
@@ -106,7 +110,10 @@ typedef struct tether_sim_stats {
 } tether_sim_stats;
 
 /* tether_sim_stats_get copies the counters of sim into out. */
-TETHER_API void tether_sim_stats_get(tether_sim *sim, tether_sim_stats *out);
+TETHER_API void tether_sim_stats_get_sized(tether_sim *sim,
+                                           tether_sim_stats *out, size_t size);
+#define tether_sim_stats_get(sim, out)                                         \
+    tether_sim_stats_get_sized((sim), (out), sizeof *(out))
 
 /* tether_sim_use does a pretend query on a sim connection (the handle from
  * tether_lease_handle): 0, or TETHER_EBROKEN when the connection broke (or

@@ -11,8 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tether_connector_opts_init(tether_connector_opts *o) {
+/* connector_defaults fills a whole tether_connector_opts with the defaults. */
+static void connector_defaults(tether_connector_opts *o) {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
+}
+
+void tether_connector_opts_init_sized(tether_connector_opts *o, size_t size) {
+    tether_connector_opts d;
+    connector_defaults(&d);
+    tether__sized_out(o, size, &d, sizeof(d));
 }
 
 /* ---- create / destroy ---------------------------------------------------- */
@@ -38,16 +46,22 @@ const tether_driver *tether__connector_driver(const tether_connector *c) {
 int tether_connector_create(tether_connector **out,
                             const tether_connector_opts *o, tether_error *err) {
     *out = NULL;
+    tether_connector_opts full;
+    connector_defaults(&full);
+    int rc = TETHER__SIZED_IN(full, o, "tether_connector_opts", err);
+    if (rc)
+        return rc;
     if (!o || !o->conninfo)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "connector: conninfo is required");
+    o = &full;
     tether_connector *c = calloc(1, sizeof(*c));
     if (!c)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
     c->o = *o;
     c->o.conninfo = NULL; /* may hold a password: not kept */
-    int rc = tether__conncfg_parse(o->conninfo, &c->cfg, err);
+    rc = tether__conncfg_parse(o->conninfo, &c->cfg, err);
     if (rc == 0)
         rc = make_driver_ctx(c, err);
     if (rc == 0 && !(c->cache = calloc((size_t)c->cfg.neps, sizeof(*c->cache))))

@@ -57,6 +57,36 @@ TETHER__HOT void tether_error_clear(tether_error *err) {
     err->message[0] = '\0';
 }
 
+void tether__sized_out(void *dst, size_t size, const void *full,
+                       size_t full_size) {
+    if (!dst)
+        return;
+    size_t n = size < full_size ? size : full_size;
+    memcpy(dst, full, n);
+    if (size > n)
+        memset((char *)dst + n, 0, size - n);
+    if (size >= sizeof(size_t))
+        memcpy(dst, &size, sizeof(size_t));
+}
+
+int tether__sized_in(void *dst, size_t full_size, const void *src,
+                     size_t min_size, const char *name, tether_error *err) {
+    size_t size;
+    memcpy(&size, src, sizeof(size));
+    if (size == 0)
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "%s: size is 0: initialize it with its "
+                                "_init function",
+                                name);
+    if (size < min_size || size > full_size)
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "%s: size %zu is not one this library knows "
+                                "(%zu): built against another tether.h?",
+                                name, size, full_size);
+    memcpy(dst, src, size);
+    return 0;
+}
+
 int tether__error_vset(tether_error *err, int code, tether_class cls,
                        const char *prefix, const char *fmt, va_list ap) {
     if (!err)

@@ -50,6 +50,32 @@ uint64_t tether__system_seed(void);
 int tether__error_vset(tether_error *err, int code, tether_class cls,
                        const char *prefix, const char *fmt, va_list ap);
 
+/* Sized structs (docs/api-stability.md): every public options and metrics
+ * struct starts with size_t size, the sizeof the caller was compiled with.
+ *
+ * tether__sized_out writes a struct the library filled (full, full_size
+ * bytes, its size field ignored) into the caller's dst of size bytes: the
+ * first min(size, full_size) bytes, zero beyond, and dst's size = size.
+ * A NULL dst is left alone. */
+void tether__sized_out(void *dst, size_t size, const void *full,
+                       size_t full_size);
+
+/* tether__sized_in copies the caller's src over dst (full_size bytes,
+ * already holding the defaults) as far as src's size field says: a caller
+ * built against an older header leaves the newer fields at their
+ * defaults. min_size is the struct's first published size. A size of 0
+ * (not initialized), below min_size or above full_size (a newer header
+ * than this library) is TETHER_EINVAL naming the struct. */
+int tether__sized_in(void *dst, size_t full_size, const void *src,
+                     size_t min_size, const char *name, tether_error *err);
+
+/* TETHER__SIZED_IN copies the caller's options o (NULL: none) over full,
+ * which holds the defaults (tether__sized_in); 0 or TETHER_EINVAL. */
+#define TETHER__SIZED_IN(full, o, name, err)                                   \
+    ((o) ? tether__sized_in(&(full), sizeof(full), (o), sizeof(full), (name),  \
+                            (err))                                             \
+         : 0)
+
 /* tether__clock returns c, or the real clock when c is NULL. */
 const tether_clock *tether__clock(const tether_clock *c);
 

@@ -148,11 +148,17 @@ static int broken_error(tether_error *err, const char *what) {
 
 /* ---- options ---------------------------------------------------------- */
 
-void tether_sim_opts_init(tether_sim_opts *o) {
-    if (!o)
-        return;
+/* sim_defaults fills a whole tether_sim_opts with the defaults. */
+static void sim_defaults(tether_sim_opts *o) {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     o->clock = NULL;
+}
+
+void tether_sim_opts_init_sized(tether_sim_opts *o, size_t size) {
+    tether_sim_opts d;
+    sim_defaults(&d);
+    tether__sized_out(o, size, &d, sizeof(d));
 }
 
 static int bad_rate(tether_error *err, const char *field, double v) {
@@ -204,11 +210,12 @@ int tether_sim_create(tether_sim **out, const tether_sim_opts *o,
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "sim: out is NULL");
     *out = NULL;
-    if (!o) {
-        tether_sim_opts_init(&defaults);
-        o = &defaults;
-    }
-    int rc = validate_opts(o, err);
+    sim_defaults(&defaults);
+    int rc = TETHER__SIZED_IN(defaults, o, "tether_sim_opts", err);
+    if (rc)
+        return rc;
+    o = &defaults;
+    rc = validate_opts(o, err);
     if (rc)
         return rc;
     tether_sim *sim = calloc(1, sizeof(*sim));
@@ -297,9 +304,7 @@ void tether_sim_fatal_all(tether_sim *sim) {
     mark_all(sim, 1);
 }
 
-void tether_sim_stats_get(tether_sim *sim, tether_sim_stats *out) {
-    if (!out)
-        return;
+static void sim_stats(tether_sim *sim, tether_sim_stats *out) {
     memset(out, 0, sizeof(*out));
     if (!sim)
         return;
@@ -574,4 +579,13 @@ static const tether_driver sim_driver = {
 
 const tether_driver *tether_driver_sim(void) {
     return &sim_driver;
+}
+
+void tether_sim_stats_get_sized(tether_sim *sim, tether_sim_stats *out,
+                                size_t size) {
+    tether_sim_stats full;
+    if (!out)
+        return;
+    sim_stats(sim, &full);
+    tether__sized_out(out, size, &full, sizeof(full));
 }

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void tether_backoff_opts_init(tether_backoff_opts *o) {
+/* backoff_defaults fills a whole tether_backoff_opts with the defaults. */
+static void backoff_defaults(tether_backoff_opts *o) {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     o->kind = TETHER_BACKOFF_EXPONENTIAL;
     o->base_ms = 100;
     o->max_ms = 60000;
@@ -19,6 +21,12 @@ void tether_backoff_opts_init(tether_backoff_opts *o) {
     o->jitter_ratio = 0.2;
 }
 
+void tether_backoff_opts_init_sized(tether_backoff_opts *o, size_t size) {
+    tether_backoff_opts d;
+    backoff_defaults(&d);
+    tether__sized_out(o, size, &d, sizeof(d));
+}
+
 /* The reconnect policy's parameters (see docs/backoff.md). */
 #define RECONNECT_BASE_MS 1000
 #define RECONNECT_MAX_MS 25000
@@ -26,7 +34,7 @@ void tether_backoff_opts_init(tether_backoff_opts *o) {
 #define RECONNECT_MULTIPLIER 3.0
 #define RECONNECT_THROTTLE_CAP 4 /* x max_ms */
 
-int tether_backoff_preset(const char *name, tether_backoff_opts *o,
+static int backoff_preset(const char *name, tether_backoff_opts *o,
                           tether_error *err) {
     tether_backoff_opts_init(o);
     if (name && !strcmp(name, "grpc")) {
@@ -61,9 +69,7 @@ static int bad(tether_error *err, const char *field, const char *why) {
                             "backoff: bad %s: %s", field, why);
 }
 
-int tether_backoff_validate(const tether_backoff_opts *o, tether_error *err) {
-    if (!o)
-        return bad(err, "options", "NULL");
+static int check(const tether_backoff_opts *o, tether_error *err) {
     if ((unsigned)o->kind > TETHER_BACKOFF_RECONNECT)
         return bad(err, "kind", "unknown kind");
     if ((unsigned)o->jitter > TETHER_JITTER_PROPORTIONAL)
@@ -183,12 +189,30 @@ struct tether_backoff {
     tether__backoff_state st;
 };
 
+/* take copies the caller's o into full and checks it. */
+static int take(tether_backoff_opts *full, const tether_backoff_opts *o,
+                tether_error *err) {
+    if (!o)
+        return bad(err, "options", "NULL");
+    backoff_defaults(full);
+    int rc = tether__sized_in(full, sizeof(*full), o, sizeof(*full),
+                              "tether_backoff_opts", err);
+    return rc ? rc : check(full, err);
+}
+
+int tether_backoff_validate(const tether_backoff_opts *o, tether_error *err) {
+    tether_backoff_opts full;
+    return take(&full, o, err);
+}
+
 int tether_backoff_create(tether_backoff **out, const tether_backoff_opts *o,
                           tether_error *err) {
     *out = NULL;
-    int rc = tether_backoff_validate(o, err);
+    tether_backoff_opts full;
+    int rc = take(&full, o, err);
     if (rc)
         return rc;
+    o = &full;
     tether_backoff *b = malloc(sizeof(*b));
     if (!b)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
@@ -214,4 +238,13 @@ void tether_backoff_reset(tether_backoff *b) {
 
 int tether_backoff_count(const tether_backoff *b) {
     return b->st.n;
+}
+
+int tether_backoff_preset_sized(const char *name, tether_backoff_opts *o,
+                                size_t size, tether_error *err) {
+    tether_backoff_opts full;
+    int rc = backoff_preset(name, &full, err);
+    if (rc == 0)
+        tether__sized_out(o, size, &full, sizeof(full));
+    return rc;
 }

@@ -69,8 +69,10 @@ const char *tether_breaker_state_name(tether_breaker_state s) {
     }
 }
 
-void tether_breaker_opts_init(tether_breaker_opts *o) {
+/* breaker_defaults fills a whole tether_breaker_opts with the defaults. */
+static void breaker_defaults(tether_breaker_opts *o) {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     o->mode = TETHER_BREAKER_CONSECUTIVE;
     o->failures = 5;
     o->ratio = 0.5;
@@ -81,7 +83,13 @@ void tether_breaker_opts_init(tether_breaker_opts *o) {
     o->growth = 2.0;
 }
 
-int tether_breaker_preset(const char *name, tether_breaker_opts *o,
+void tether_breaker_opts_init_sized(tether_breaker_opts *o, size_t size) {
+    tether_breaker_opts d;
+    breaker_defaults(&d);
+    tether__sized_out(o, size, &d, sizeof(d));
+}
+
+static int breaker_preset(const char *name, tether_breaker_opts *o,
                           tether_error *err) {
     if (!name || strcmp(name, "blocking-period") != 0)
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
@@ -95,6 +103,15 @@ int tether_breaker_preset(const char *name, tether_breaker_opts *o,
     o->growth = 2.0;
     o->max_open_ms = 60000;
     return 0;
+}
+
+int tether_breaker_preset_sized(const char *name, tether_breaker_opts *o,
+                                size_t size, tether_error *err) {
+    tether_breaker_opts full;
+    int rc = breaker_preset(name, &full, err);
+    if (rc == 0)
+        tether__sized_out(o, size, &full, sizeof(full));
+    return rc;
 }
 
 /* ---- validation ------------------------------------------------------ */
@@ -151,11 +168,12 @@ int tether_breaker_create(tether_breaker **out, const tether_breaker_opts *o,
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "breaker: out is NULL");
     *out = NULL;
-    if (!o) {
-        tether_breaker_opts_init(&defaults);
-        o = &defaults;
-    }
-    int rc = validate_trip(o, err);
+    breaker_defaults(&defaults);
+    int rc = TETHER__SIZED_IN(defaults, o, "tether_breaker_opts", err);
+    if (rc)
+        return rc;
+    o = &defaults;
+    rc = validate_trip(o, err);
     if (!rc)
         rc = validate_open(o, err);
     if (rc)

@@ -14,12 +14,20 @@ struct tether_budget {
     tether_budget_opts o;
 };
 
-void tether_budget_opts_init(tether_budget_opts *o) {
+/* budget_defaults fills a whole tether_budget_opts with the defaults. */
+static void budget_defaults(tether_budget_opts *o) {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     o->capacity = 500;
     o->retry_cost = 5;
     o->timeout_cost = 10;
     o->success_refund = 1;
+}
+
+void tether_budget_opts_init_sized(tether_budget_opts *o, size_t size) {
+    tether_budget_opts d;
+    budget_defaults(&d);
+    tether__sized_out(o, size, &d, sizeof(d));
 }
 
 static int bad(tether_error *err, const char *field, int value,
@@ -53,11 +61,12 @@ int tether_budget_create(tether_budget **out, const tether_budget_opts *o,
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "budget: out is NULL");
     *out = NULL;
-    if (!o) {
-        tether_budget_opts_init(&defaults);
-        o = &defaults;
-    }
-    int rc = validate(o, err);
+    budget_defaults(&defaults);
+    int rc = TETHER__SIZED_IN(defaults, o, "tether_budget_opts", err);
+    if (rc)
+        return rc;
+    o = &defaults;
+    rc = validate(o, err);
     if (rc)
         return rc;
     tether_budget *b = calloc(1, sizeof(*b));

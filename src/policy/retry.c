@@ -83,15 +83,21 @@ static TETHER__TLS int run_depth;
 
 /* ---- options ----------------------------------------------------------- */
 
-void tether_retry_opts_init(tether_retry_opts *o) {
-    if (!o)
-        return;
+/* retry_defaults fills a whole tether_retry_opts with the defaults. */
+static void retry_defaults(tether_retry_opts *o) {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     tether_backoff_opts_init(&o->backoff);
     o->max_attempts = 3;
     o->deadline_ms = 30000;
     o->attempt_timeout_ms = 0;
     o->classify = tether_classify_default;
+}
+
+void tether_retry_opts_init_sized(tether_retry_opts *o, size_t size) {
+    tether_retry_opts d;
+    retry_defaults(&d);
+    tether__sized_out(o, size, &d, sizeof(d));
 }
 
 static tether_class class_of_code(int code) {
@@ -169,11 +175,12 @@ int tether_retry_create(tether_retry **out, const tether_retry_opts *o,
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "retry: out is NULL");
     *out = NULL;
-    if (!o) {
-        tether_retry_opts_init(&defaults);
-        o = &defaults;
-    }
-    int rc = validate(o, err);
+    retry_defaults(&defaults);
+    int rc = TETHER__SIZED_IN(defaults, o, "tether_retry_opts", err);
+    if (rc)
+        return rc;
+    o = &defaults;
+    rc = validate(o, err);
     if (rc)
         return rc;
     tether_retry *r = aligned_alloc(64, sizeof(*r));
@@ -199,9 +206,7 @@ void tether_retry_destroy(tether_retry *r) {
     free(r);
 }
 
-void tether_retry_stats_get(const tether_retry *r, tether_retry_stats *out) {
-    if (!out)
-        return;
+static void retry_stats(const tether_retry *r, tether_retry_stats *out) {
     memset(out, 0, sizeof(*out));
     if (!r)
         return;
@@ -216,6 +221,15 @@ void tether_retry_stats_get(const tether_retry *r, tether_retry_stats *out) {
         out->attempts += quick;
         out->successes += quick;
     }
+}
+
+void tether_retry_stats_get_sized(const tether_retry *r,
+                                  tether_retry_stats *out, size_t size) {
+    tether_retry_stats full;
+    if (!out)
+        return;
+    retry_stats(r, &full);
+    tether__sized_out(out, size, &full, sizeof(full));
 }
 
 /* ---- one run ----------------------------------------------------------- */

@@ -56,8 +56,10 @@ struct tether_schedule {
     int prov_ok; /* streaming: last provisioning report */
 };
 
-void tether_schedule_opts_init(tether_schedule_opts *o) {
+/* schedule_defaults fills a whole tether_schedule_opts with the defaults. */
+static void schedule_defaults(tether_schedule_opts *o) {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     o->strategy = TETHER_STRATEGY_SEQUENTIAL;
     o->login_timeout_ms = 15000;
     o->nhosts = 1;
@@ -66,6 +68,12 @@ void tether_schedule_opts_init(tether_schedule_opts *o) {
     tether_backoff_opts_init(&o->backoff);
     o->initial_wait = 1;
     o->seed = 0;
+}
+
+void tether_schedule_opts_init_sized(tether_schedule_opts *o, size_t size) {
+    tether_schedule_opts d;
+    schedule_defaults(&d);
+    tether__sized_out(o, size, &d, sizeof(d));
 }
 
 static int bad(tether_error *err, const char *field, long long value,
@@ -126,7 +134,16 @@ int tether_schedule_create(tether_schedule **out, const tether_schedule_opts *o,
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "schedule: out is NULL");
     *out = NULL;
-    int rc = validate(o, err);
+    tether_schedule_opts full;
+    schedule_defaults(&full);
+    if (!o)
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "schedule: options are NULL");
+    int rc = TETHER__SIZED_IN(full, o, "tether_schedule_opts", err);
+    if (rc)
+        return rc;
+    o = &full;
+    rc = validate(o, err);
     if (rc)
         return rc;
     tether_schedule *s = calloc(1, sizeof(*s));

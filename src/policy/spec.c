@@ -627,8 +627,8 @@ static int retry_check(const spec_parser *ps, tether_retry_opts *o,
     return 0;
 }
 
-int tether_retry_opts_parse(const char *spec, tether_retry_opts *o,
-                            tether_error *err) {
+int tether_retry_opts_parse_sized(const char *spec, tether_retry_opts *o,
+                                  size_t size, tether_error *err) {
     spec_parser ps;
     tether_retry_opts local;
     int rc = spec_begin(&ps, &retry_def, spec, o, err);
@@ -642,7 +642,7 @@ int tether_retry_opts_parse(const char *spec, tether_retry_opts *o,
     if (!rc)
         rc = retry_check(&ps, &local, &start);
     if (!rc)
-        *o = local;
+        tether__sized_out(o, size, &local, sizeof(local));
     return rc;
 }
 
@@ -715,8 +715,8 @@ static int breaker_check(const spec_parser *ps, tether_breaker_opts *o) {
     return 0;
 }
 
-int tether_breaker_opts_parse(const char *spec, tether_breaker_opts *o,
-                              tether_error *err) {
+int tether_breaker_opts_parse_sized(const char *spec, tether_breaker_opts *o,
+                                    size_t size, tether_error *err) {
     spec_parser ps;
     tether_breaker_opts local;
     tether_error e = {0};
@@ -732,7 +732,7 @@ int tether_breaker_opts_parse(const char *spec, tether_breaker_opts *o,
     if (!rc)
         rc = breaker_check(&ps, &local);
     if (!rc)
-        *o = local;
+        tether__sized_out(o, size, &local, sizeof(local));
     return rc;
 }
 
@@ -769,8 +769,8 @@ static int budget_larger(const spec_parser *ps, int key, int cost, int cap) {
                      by_default(ps, GK_TOKENS));
 }
 
-int tether_budget_opts_parse(const char *spec, tether_budget_opts *o,
-                             tether_error *err) {
+int tether_budget_opts_parse_sized(const char *spec, tether_budget_opts *o,
+                                   size_t size, tether_error *err) {
     spec_parser ps;
     tether_budget_opts local;
     int rc = spec_begin(&ps, &budget_def, spec, o, err);
@@ -784,7 +784,7 @@ int tether_budget_opts_parse(const char *spec, tether_budget_opts *o,
         rc = budget_larger(&ps, GK_TIMEOUT_COST, local.timeout_cost,
                            local.capacity);
     if (!rc)
-        *o = local;
+        tether__sized_out(o, size, &local, sizeof(local));
     return rc;
 }
 

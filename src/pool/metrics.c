@@ -44,7 +44,7 @@ static void count_slots(tether_pool *p, tether_pool_metrics *m) {
         m->acquires += m->hist[i]; /* every acquire is in one bucket */
 }
 
-void tether_pool_metrics_get(tether_pool *p, tether_pool_metrics *m) {
+static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     memset(m, 0, sizeof(*m));
     for (int i = 0; i < TETHER_HIST_BUCKETS; i++)
         m->hist[i] = atomic_load(&p->hist[i]);
@@ -209,4 +209,11 @@ size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf, size_t cap) {
     counters(&o, l, &m);
     histogram(&o, l, &m);
     return o.len;
+}
+
+void tether_pool_metrics_get_sized(tether_pool *p, tether_pool_metrics *m,
+                                   size_t size) {
+    tether_pool_metrics full;
+    pool_metrics(p, &full);
+    tether__sized_out(m, size, &full, sizeof(full));
 }

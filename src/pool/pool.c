@@ -37,8 +37,10 @@ TETHER__HOT static int64_t pool_now_ns(const tether_pool *p) {
 
 /* ---- options ------------------------------------------------------------ */
 
-void tether_pool_opts_init(tether_pool_opts *o) {
+/* pool_defaults fills a whole tether_pool_opts with the defaults. */
+static void pool_defaults(tether_pool_opts *o) {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     o->name = "pool";
     o->max_size = 10;
     o->max_creating = 2;
@@ -58,6 +60,12 @@ void tether_pool_opts_init(tether_pool_opts *o) {
     o->retry.backoff.max_ms = 1000;
     o->retry.max_attempts = 3;
     o->retry.deadline_ms = 0; /* 0 here: the acquire timeout at create */
+}
+
+void tether_pool_opts_init_sized(tether_pool_opts *o, size_t size) {
+    tether_pool_opts d;
+    pool_defaults(&d);
+    tether__sized_out(o, size, &d, sizeof(d));
 }
 
 static int bad_opt(tether_error *err, const char *field, long long v,
@@ -174,7 +182,13 @@ int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
     if (!o)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "pool: options are required");
-    int rc = check_opts(o, err);
+    tether_pool_opts full;
+    pool_defaults(&full);
+    int rc = TETHER__SIZED_IN(full, o, "tether_pool_opts", err);
+    if (rc)
+        return rc;
+    o = &full;
+    rc = check_opts(o, err);
     tether_pool *p = NULL;
     if (rc == 0)
         rc = alloc_pool(&p, o, err);

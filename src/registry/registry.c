@@ -43,11 +43,19 @@ struct tether_registry {
     int n, cap;
 };
 
-void tether_registry_opts_init(tether_registry_opts *o) {
+/* registry_defaults fills a whole tether_registry_opts with the defaults. */
+static void registry_defaults(tether_registry_opts *o) {
     memset(o, 0, sizeof(*o));
+    o->size = sizeof(*o);
     tether_pool_opts_init(&o->pool);
     o->pool.name = NULL; /* each pool: its conninfo's display form */
     o->evict_idle_ms = 600000;
+}
+
+void tether_registry_opts_init_sized(tether_registry_opts *o, size_t size) {
+    tether_registry_opts d;
+    registry_defaults(&d);
+    tether__sized_out(o, size, &d, sizeof(d));
 }
 
 /* dup_opt copies an optional string into *out. Returns 0 or -1 (ENOMEM). */
@@ -86,9 +94,18 @@ int tether_registry_create(tether_registry **out, const tether_registry_opts *o,
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "registry: out is NULL");
     *out = NULL;
-    int rc = check_opts(o, err);
+    tether_registry_opts full;
+    registry_defaults(&full);
+    int rc = TETHER__SIZED_IN(full, o, "tether_registry_opts", err);
+    if (rc == 0 && o)
+        rc = tether__sized_in(&full.pool, sizeof(full.pool), &o->pool,
+                              sizeof(full.pool), "tether_registry_opts.pool",
+                              err);
+    if (rc == 0)
+        rc = check_opts(o ? &full : NULL, err);
     if (rc != 0)
         return rc;
+    o = &full;
     tether_registry *r = calloc(1, sizeof(*r));
     if (!r || dup_opt(o->pool.name, &r->tmpl_name) ||
         dup_opt(o->pool.reset_query, &r->tmpl_reset) ||

@@ -138,7 +138,8 @@ static void test_cap_at_capacity(void **state) {
 
 static void expect_bad(int capacity, int retry_cost, int timeout_cost,
                        int refund, const char *needle) {
-    tether_budget_opts o = {capacity, retry_cost, timeout_cost, refund};
+    tether_budget_opts o = {sizeof o, capacity, retry_cost, timeout_cost,
+                            refund};
     tether_error err;
     memset(&err, 0, sizeof(err));
     tether_budget *b = (tether_budget *)&err; /* must be reset to NULL */
@@ -160,7 +161,7 @@ static void test_bad_options(void **state) {
     expect_bad(500, 5, 600, 1, "timeout_cost = 600");
     expect_bad(500, 5, 10, -1, "success_refund = -1");
     /* Boundaries that are fine: costs equal to capacity, refund 0. */
-    tether_budget_opts ok = {10, 10, 10, 0};
+    tether_budget_opts ok = {sizeof ok, 10, 10, 10, 0};
     tether_budget *b = NULL;
     assert_int_equal(tether_budget_create(&b, &ok, NULL), 0);
     assert_int_equal(tether_budget_withdraw(b, 1), 10);
