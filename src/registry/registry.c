@@ -1,4 +1,4 @@
-/* registry.c - pools keyed by normalized connection string (P8).
+/* registry.c - pools keyed by normalized connection string.
  *
  * Each distinct normalized conninfo (conninfo.c: keyword order, whitespace
  * and quoting do not matter; user, password and every other value do) gets
@@ -10,7 +10,7 @@
  *
  * Eviction is lazy, with no thread of its own: acquire and count calls scan
  * the entries at most every evict_idle_ms / 4. An entry is evicted when it
- * is not pinned and has no lease out (the pool's in_use) at a scan and at
+ * is not pinned and has no lease out and no waiter at a scan and at
  * an earlier one at least evict_idle_ms before, with no acquire or lease
  * seen in between. Evicted pools are unlinked
  * under the lock, then closed and destroyed outside it; with busy == 0 and
