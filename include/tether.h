@@ -284,9 +284,10 @@ typedef enum tether_strategy {
     TETHER_STRATEGY_MIRRORING,      /* SQL Server's principal/partner
                                        alternation with growing budgets
                                        (the first two hosts) */
-    TETHER_STRATEGY_STREAMING,      /* random 1-5 s first wait, provisioning,
-                                       each host in turn, pauses doubling to
-                                       60 s */
+    TETHER_STRATEGY_STREAMING,      /* provisioning, every host and port in
+                                       turn, pauses doubling to 60 s; a
+                                       schedule first waits a random 1-5 s
+                                       (initial_wait), a connector does not */
     TETHER_STRATEGY_RANDOM,         /* sequential timing, hosts shuffled per
                                        connect */
     TETHER_STRATEGY_ROUND_ROBIN,    /* sequential timing, starting at the
