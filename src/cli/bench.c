@@ -3,6 +3,7 @@
  * With more threads than connections it also samples acquire waits (1 in
  * 64 acquires) to show that no waiter starves. */
 #include "cli.h"
+#include "hist.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -11,7 +12,7 @@
 #include <time.h>
 
 #define SAMPLE_MASK 63
-#define MAX_SAMPLES (1 << 20)
+#define CMD "bench cycle"
 
 typedef struct bench_opts {
     int threads, pool;
@@ -22,10 +23,9 @@ typedef struct bench_opts {
 typedef struct worker {
     _Alignas(64) uint64_t ops;
     uint64_t errors;
-    int64_t *waits; /* sampled acquire waits, ns */
-    int nwaits;
     tether_pool *p;
     int sample;
+    lat_hist waits; /* sampled acquire waits, ns */
 } worker;
 
 static _Atomic int go, stop;
@@ -44,8 +44,8 @@ static void cycle_sampled(worker *w, uint64_t i) {
         w->errors++;
         return;
     }
-    if (t0 && w->nwaits < MAX_SAMPLES / 64)
-        w->waits[w->nwaits++] = now_ns() - t0;
+    if (t0)
+        lat_hist_add(&w->waits, (uint64_t)(now_ns() - t0));
     tether_lease_release(l);
     w->ops++;
 }
@@ -74,11 +74,6 @@ static void *worker_main(void *arg) {
     w->ops = ops;
     w->errors = errors;
     return NULL;
-}
-
-static int cmp64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
 }
 
 static int make_pool(const bench_opts *b, tether_sim **sim, tether_pool **p) {
@@ -112,58 +107,35 @@ static int make_pool(const bench_opts *b, tether_sim **sim, tether_pool **p) {
 typedef struct bench_result {
     double ops_per_sec;
     uint64_t errors;
-    int64_t p50, p99, max;
+    lat_summary wait; /* ns */
     int sampled;
 } bench_result;
 
 static void summarize(worker *ws, int n, double secs, bench_result *r) {
-    uint64_t ops = 0, nw = 0;
+    uint64_t ops = 0;
+    lat_hist waits = {0};
     memset(r, 0, sizeof(*r));
     for (int i = 0; i < n; i++) {
         ops += ws[i].ops;
         r->errors += ws[i].errors;
-        nw += (uint64_t)ws[i].nwaits;
+        lat_hist_merge(&waits, &ws[i].waits);
     }
     r->ops_per_sec = (double)ops / secs;
-    if (nw == 0)
-        return;
-    int64_t *all = malloc(sizeof(int64_t) * nw);
-    if (!all)
-        return;
-    size_t k = 0;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < ws[i].nwaits; j++)
-            all[k++] = ws[i].waits[j];
-    qsort(all, k, sizeof(int64_t), cmp64);
-    r->sampled = 1;
-    r->p50 = all[k / 2];
-    r->p99 = all[(k * 99) / 100];
-    r->max = all[k - 1];
-    free(all);
+    r->sampled = waits.n > 0;
+    r->wait = lat_hist_summary(&waits, 1.0);
 }
 
-static int run_cycle(const bench_opts *b, bench_result *r) {
-    tether_sim *sim = NULL;
-    tether_pool *p = NULL;
-    if (make_pool(b, &sim, &p)) {
-        tether_pool_destroy(p);
-        tether_sim_destroy(sim);
-        return -1;
-    }
-    worker *ws = aligned_alloc(64, sizeof(worker) * (size_t)b->threads);
-    pthread_t *th = calloc((size_t)b->threads, sizeof(pthread_t));
-    int sample = b->threads > b->pool;
-    memset(ws, 0, sizeof(worker) * (size_t)b->threads);
+/* Starts the workers, lets them run for the window and joins them;
+ * returns the window's length in seconds. */
+static double run_window(const bench_opts *b, worker *ws, pthread_t *th) {
     atomic_store(&go, 0);
     atomic_store(&stop, 0);
     atomic_store(&ready, 0);
-    for (int i = 0; i < b->threads; i++) {
-        ws[i].p = p;
-        ws[i].sample = sample;
-        ws[i].waits =
-            sample ? malloc(sizeof(int64_t) * MAX_SAMPLES / 64) : NULL;
-        pthread_create(&th[i], NULL, worker_main, &ws[i]);
-    }
+    for (int i = 0; i < b->threads; i++)
+        if (pthread_create(&th[i], NULL, worker_main, &ws[i])) {
+            fprintf(stderr, "tether " CMD ": cannot start thread %d\n", i);
+            exit(CLI_FAIL); /* the others spin on go: no unwinding */
+        }
     while (atomic_load(&ready) < b->threads) {
     }
     int64_t t0 = now_ns();
@@ -174,15 +146,31 @@ static int run_cycle(const bench_opts *b, bench_result *r) {
     atomic_store(&stop, 1);
     for (int i = 0; i < b->threads; i++)
         pthread_join(th[i], NULL);
-    double secs = (double)(now_ns() - t0) / 1e9;
-    summarize(ws, b->threads, secs, r);
-    for (int i = 0; i < b->threads; i++)
-        free(ws[i].waits);
+    return (double)(now_ns() - t0) / 1e9;
+}
+
+static int run_cycle(const bench_opts *b, bench_result *r) {
+    tether_sim *sim = NULL;
+    tether_pool *p = NULL;
+    size_t n = (size_t)b->threads;
+    worker *ws = aligned_alloc(64, sizeof(worker) * n);
+    pthread_t *th = calloc(n, sizeof(pthread_t));
+    int rc = ws && th ? make_pool(b, &sim, &p) : -1;
+    if (rc == 0) {
+        memset(ws, 0, sizeof(worker) * n);
+        for (size_t i = 0; i < n; i++) {
+            ws[i].p = p;
+            ws[i].sample = b->threads > b->pool;
+        }
+        summarize(ws, b->threads, run_window(b, ws, th), r);
+    } else if (!ws || !th) {
+        fprintf(stderr, "tether " CMD ": out of memory\n");
+    }
     free(ws);
     free(th);
     tether_pool_destroy(p);
     tether_sim_destroy(sim);
-    return 0;
+    return rc;
 }
 
 static void print_cycle(const bench_opts *b, const bench_result *r) {
@@ -193,9 +181,9 @@ static void print_cycle(const bench_opts *b, const bench_result *r) {
                b->threads, b->pool, (double)b->seconds_ms / 1000.0,
                r->ops_per_sec, (unsigned long long)r->errors);
         if (r->sampled)
-            printf(",\"p50_wait_ns\":%lld,\"p99_wait_ns\":%lld,"
-                   "\"max_wait_ns\":%lld",
-                   (long long)r->p50, (long long)r->p99, (long long)r->max);
+            printf(",\"p50_wait_ns\":%.0f,\"p99_wait_ns\":%.0f,"
+                   "\"max_wait_ns\":%.0f",
+                   r->wait.p50, r->wait.p99, r->wait.max);
         printf(",\"bytes_per_conn\":%zu}\n", tether_pool_bytes_per_conn());
         return;
     }
@@ -204,9 +192,9 @@ static void print_cycle(const bench_opts *b, const bench_result *r) {
            b->threads, b->pool, r->ops_per_sec / 1e6,
            (unsigned long long)r->errors, tether_pool_bytes_per_conn());
     if (r->sampled)
-        printf("  acquire wait (1 in 64 sampled): p50 %lld ns, p99 %lld ns, "
-               "max %lld ns\n",
-               (long long)r->p50, (long long)r->p99, (long long)r->max);
+        printf("  acquire wait (1 in 64 sampled): p50 %.0f ns, p99 %.0f ns, "
+               "max %.0f ns\n",
+               r->wait.p50, r->wait.p99, r->wait.max);
 }
 
 static void bench_usage(FILE *f) {

@@ -14,6 +14,7 @@
  * The peers (bench/peers/query_*.c) print the same JSON line;
  * bench/run-query runs them all side by side. */
 #include "cli.h"
+#include "hist.h"
 
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -24,57 +25,6 @@
 #include <time.h>
 
 #define CMD "bench query"
-
-/* Log-linear histogram of nanoseconds: 0..15 exact, then 16 linear
- * sub-buckets per power of two (percentiles within ~3 %; max is exact). */
-#define QH_SUB 16
-#define QH_BUCKETS (61 * QH_SUB)
-
-typedef struct qhist {
-    uint64_t n, max;
-    uint64_t b[QH_BUCKETS];
-} qhist;
-
-static unsigned qh_index(uint64_t v) {
-    if (v < QH_SUB)
-        return (unsigned)v;
-    unsigned e = 63u - (unsigned)__builtin_clzll(v);
-    return (e - 3) * QH_SUB + ((unsigned)(v >> (e - 4)) & (QH_SUB - 1));
-}
-
-static uint64_t qh_mid(unsigned i) {
-    if (i < QH_SUB)
-        return i;
-    unsigned e = i / QH_SUB + 3;
-    uint64_t w = (uint64_t)1 << (e - 4);
-    return ((QH_SUB + (uint64_t)(i % QH_SUB)) << (e - 4)) + w / 2;
-}
-
-static void qh_add(qhist *h, uint64_t v) {
-    h->b[qh_index(v)]++;
-    h->n++;
-    if (v > h->max)
-        h->max = v;
-}
-
-static void qh_merge(qhist *into, const qhist *h) {
-    for (unsigned i = 0; i < QH_BUCKETS; i++)
-        into->b[i] += h->b[i];
-    into->n += h->n;
-    if (h->max > into->max)
-        into->max = h->max;
-}
-
-/* The pct-th percentile in ns (0 when empty), capped at the exact max. */
-static uint64_t qh_pct(const qhist *h, unsigned pct) {
-    if (h->n == 0)
-        return 0;
-    uint64_t want = (h->n * pct + 99) / 100, acc = 0;
-    for (unsigned i = 0; i < QH_BUCKETS; i++)
-        if ((acc += h->b[i]) >= want)
-            return qh_mid(i) < h->max ? qh_mid(i) : h->max;
-    return h->max;
-}
 
 typedef struct query_opts {
     const char *conninfo;
@@ -89,7 +39,7 @@ typedef struct qworker {
     tether_pool *p;
     const query_opts *o;
     char first_error[TETHER_MSG_MAX + 32];
-    qhist op, wait;
+    lat_hist op, wait;
     pthread_t tid;
 } qworker;
 
@@ -163,13 +113,13 @@ static void *qworker_main(void *arg) {
         }
         uint64_t t1 = qnow();
         if (tw)
-            qh_add(&w->wait, tw - t0);
+            lat_hist_add(&w->wait, tw - t0);
         if (rc) { /* pause, so that a down server is not spun against */
             note_error(w, &err);
             nanosleep(&(struct timespec){0, 1000000L}, NULL);
             continue;
         }
-        qh_add(&w->op, t1 - t0);
+        lat_hist_add(&w->op, t1 - t0);
         w->ops++;
     }
     return NULL;
@@ -216,7 +166,7 @@ typedef struct query_result {
     double cpu_us_per_op; /* this process's CPU time (user + system) per op */
     int pool;             /* the pool's max_size as opened */
     uint64_t ops, errors, retries;
-    qhist op, wait;
+    lat_hist op, wait;
     char first_error[TETHER_MSG_MAX + 32];
 } query_result;
 
@@ -297,8 +247,8 @@ static int run_query(const query_opts *o, query_result *r) {
     for (size_t i = 0; i < n; i++) {
         r->ops += ws[i].ops;
         r->errors += ws[i].errors;
-        qh_merge(&r->op, &ws[i].op);
-        qh_merge(&r->wait, &ws[i].wait);
+        lat_hist_merge(&r->op, &ws[i].op);
+        lat_hist_merge(&r->wait, &ws[i].wait);
         if (ws[i].errors && !r->first_error[0])
             memcpy(r->first_error, ws[i].first_error, sizeof(r->first_error));
     }
@@ -309,12 +259,10 @@ static int run_query(const query_opts *o, query_result *r) {
     return 0;
 }
 
-static double us(uint64_t ns) {
-    return (double)ns / 1000.0;
-}
-
 static void print_query(const query_opts *o, const query_result *r) {
     const char *mode = o->run_mode ? "run" : "acquire";
+    lat_summary op = lat_hist_summary(&r->op, 1000.0);
+    lat_summary wait = lat_hist_summary(&r->wait, 1000.0);
     if (o->json) {
         printf("{\"bench\":\"query\",\"impl\":\"tether\",\"mode\":\"%s\","
                "\"threads\":%d,\"pool\":%d,\"seconds\":%g,"
@@ -323,10 +271,9 @@ static void print_query(const query_opts *o, const query_result *r) {
                "\"p50_wait_us\":%.1f,\"p99_wait_us\":%.1f,"
                "\"max_wait_us\":%.1f,\"cpu_us_per_op\":%.2f}\n",
                mode, o->threads, r->pool, (double)o->seconds_ms / 1000.0,
-               r->ops_per_sec, us(qh_pct(&r->op, 50)), us(qh_pct(&r->op, 99)),
-               us(r->op.max), (unsigned long long)r->errors,
-               (unsigned long long)r->retries, us(qh_pct(&r->wait, 50)),
-               us(qh_pct(&r->wait, 99)), us(r->wait.max), r->cpu_us_per_op);
+               r->ops_per_sec, op.p50, op.p99, op.max,
+               (unsigned long long)r->errors, (unsigned long long)r->retries,
+               wait.p50, wait.p99, wait.max, r->cpu_us_per_op);
     } else {
         printf("query (tether, mode %s): %d threads, pool %d, %.1f s: "
                "%.0f SELECT 1/s (%llu ops)\n",
@@ -334,10 +281,9 @@ static void print_query(const query_opts *o, const query_result *r) {
                (unsigned long long)r->ops);
         printf("  latency (%s): p50 %.1f us, p99 %.1f us, max %.1f us\n",
                o->run_mode ? "tether_pool_run" : "acquire+query+release",
-               us(qh_pct(&r->op, 50)), us(qh_pct(&r->op, 99)), us(r->op.max));
+               op.p50, op.p99, op.max);
         printf("  acquire wait: p50 %.1f us, p99 %.1f us, max %.1f us\n",
-               us(qh_pct(&r->wait, 50)), us(qh_pct(&r->wait, 99)),
-               us(r->wait.max));
+               wait.p50, wait.p99, wait.max);
         printf("  %llu errors, %llu retries; client CPU %.2f us per op\n",
                (unsigned long long)r->errors, (unsigned long long)r->retries,
                r->cpu_us_per_op);
