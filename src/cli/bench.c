@@ -14,12 +14,6 @@
 #define SAMPLE_MASK 63
 #define CMD "bench cycle"
 
-typedef struct bench_opts {
-    int threads, pool;
-    int64_t seconds_ms;
-    int json;
-} bench_opts;
-
 typedef struct worker {
     _Alignas(64) uint64_t ops;
     uint64_t errors;
@@ -213,36 +207,27 @@ static void bench_usage(FILE *f) {
             " peers:\nbench/run-query.\n");
 }
 
-static int bench_args(int argc, char **argv, bench_opts *b) {
-    long long v;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val;
-        if (!strcmp(a, "--json")) {
-            b->json = 1;
-            continue;
-        }
-        if (!cli_opt_is(a, "--threads") && !cli_opt_is(a, "--pool") &&
-            !cli_opt_is(a, "--seconds"))
-            return cli_usage_error("bench cycle", "unknown option '%s'", a);
-        if (!(val = cli_value("bench cycle", argc, argv, &i)))
-            return CLI_USAGE;
-        if (cli_opt_is(a, "--seconds")) {
-            if (cli_parse_duration("bench cycle", "--seconds", val,
-                                   &b->seconds_ms) ||
-                b->seconds_ms <= 0)
-                return b->seconds_ms <= 0
-                           ? cli_usage_error("bench cycle",
-                                             "--seconds must be > 0")
-                           : CLI_USAGE;
-            continue;
-        }
-        int threads = cli_opt_is(a, "--threads");
-        if (cli_parse_int("bench cycle", a, val, 1, threads ? 4096 : 100000,
-                          &v))
-            return CLI_USAGE;
-        *(threads ? &b->threads : &b->pool) = (int)v;
+int bench_take_opt(const char *cmd, bench_opts *b, int opt, const char *v) {
+    switch (opt) {
+    case BENCH_OPT_THREADS:
+        return cli_parse_count(cmd, "--threads", v, 1, 4096, &b->threads);
+    case BENCH_OPT_POOL:
+        return cli_parse_count(cmd, "--pool", v, 1, 100000, &b->pool);
+    case BENCH_OPT_SECONDS:
+        return cli_parse_seconds(cmd, v, &b->seconds_ms) ? CLI_USAGE : 0;
+    case BENCH_OPT_JSON:
+        b->json = 1;
+        return 0;
+    default:
+        return cli_usage_error(cmd, "unexpected argument '%s'", v);
     }
-    return 0;
+}
+
+static const struct option cycle_opts[] = {BENCH_OPTIONS, {NULL, 0, NULL, 0}};
+
+/* cli_opt_fn of bench cycle: the shared options only. */
+static int take_opt(void *ctx, int opt, const char *v) {
+    return bench_take_opt(CMD, ctx, opt, v);
 }
 
 int cli_bench(int argc, char **argv) {
@@ -260,7 +245,7 @@ int cli_bench(int argc, char **argv) {
         return CLI_OK;
     }
     bench_opts b = {1, 8, 3000, 0};
-    if (bench_args(argc - 1, argv + 1, &b))
+    if (cli_parse_opts(CMD, argc - 1, argv + 1, cycle_opts, take_opt, &b))
         return CLI_USAGE;
     bench_result r;
     if (run_cycle(&b, &r))

@@ -27,9 +27,9 @@
 #define CMD "bench query"
 
 typedef struct query_opts {
+    bench_opts b; /* --threads, --pool, --seconds, --json */
     const char *conninfo;
-    int threads, pool, json, run_mode;
-    int64_t seconds_ms;
+    int run_mode;
 } query_opts;
 
 typedef struct qworker {
@@ -181,7 +181,7 @@ static int run_query(const query_opts *o, query_result *r) {
     memset(r, 0, sizeof(*r));
     tether_error err;
     tether_error_clear(&err);
-    char *ci = pool_conninfo(o->conninfo, o->pool);
+    char *ci = pool_conninfo(o->conninfo, o->b.pool);
     tether_pool *p = NULL;
     tether_pool_metrics m0, m1;
     int rc = ci ? tether_pool_open(&p, ci, NULL, NULL, &err) : TETHER_ENOMEM;
@@ -189,11 +189,11 @@ static int run_query(const query_opts *o, query_result *r) {
     if (rc == 0) {
         tether_pool_metrics_get(p, &m0);
         r->pool = m0.max_size;
-        if (r->pool != o->pool) /* tether_pooling=off in the string */
+        if (r->pool != o->b.pool) /* tether_pooling=off in the string */
             fprintf(stderr,
                     "tether " CMD ": the pool holds at most %d, not "
                     "%d\n",
-                    r->pool, o->pool);
+                    r->pool, o->b.pool);
         rc = warm_up(p, r->pool, &err);
     }
     if (rc) {
@@ -204,7 +204,7 @@ static int run_query(const query_opts *o, query_result *r) {
     }
     tether_pool_metrics_get(p, &m0);
 
-    size_t n = (size_t)o->threads;
+    size_t n = (size_t)o->b.threads;
     qworker *ws = aligned_alloc(64, sizeof(qworker) * n);
     if (!ws) {
         tether_pool_destroy(p);
@@ -226,8 +226,8 @@ static int run_query(const query_opts *o, query_result *r) {
     double cpu0 = cpu_us();
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(o->seconds_ms / 1000);
-    until.tv_nsec += (long)(o->seconds_ms % 1000) * 1000000L;
+    until.tv_sec += (time_t)(o->b.seconds_ms / 1000);
+    until.tv_nsec += (long)(o->b.seconds_ms % 1000) * 1000000L;
     if (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
@@ -263,21 +263,21 @@ static void print_query(const query_opts *o, const query_result *r) {
     const char *mode = o->run_mode ? "run" : "acquire";
     lat_summary op = lat_hist_summary(&r->op, 1000.0);
     lat_summary wait = lat_hist_summary(&r->wait, 1000.0);
-    if (o->json) {
+    if (o->b.json) {
         printf("{\"bench\":\"query\",\"impl\":\"tether\",\"mode\":\"%s\","
                "\"threads\":%d,\"pool\":%d,\"seconds\":%g,"
                "\"ops_per_sec\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
                "\"max_us\":%.1f,\"errors\":%llu,\"retries\":%llu,"
                "\"p50_wait_us\":%.1f,\"p99_wait_us\":%.1f,"
                "\"max_wait_us\":%.1f,\"cpu_us_per_op\":%.2f}\n",
-               mode, o->threads, r->pool, (double)o->seconds_ms / 1000.0,
+               mode, o->b.threads, r->pool, (double)o->b.seconds_ms / 1000.0,
                r->ops_per_sec, op.p50, op.p99, op.max,
                (unsigned long long)r->errors, (unsigned long long)r->retries,
                wait.p50, wait.p99, wait.max, r->cpu_us_per_op);
     } else {
         printf("query (tether, mode %s): %d threads, pool %d, %.1f s: "
                "%.0f SELECT 1/s (%llu ops)\n",
-               mode, o->threads, r->pool, r->secs, r->ops_per_sec,
+               mode, o->b.threads, r->pool, r->secs, r->ops_per_sec,
                (unsigned long long)r->ops);
         printf("  latency (%s): p50 %.1f us, p99 %.1f us, max %.1f us\n",
                o->run_mode ? "tether_pool_run" : "acquire+query+release",
@@ -315,47 +315,37 @@ static void query_usage(FILE *f) {
             "peers: bench/run-query.\n");
 }
 
-static int query_args(int argc, char **argv, query_opts *o) {
-    long long v;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val;
-        if (!strcmp(a, "--json")) {
-            o->json = 1;
-            continue;
-        }
-        if (!cli_opt_is(a, "--conninfo") && !cli_opt_is(a, "--threads") &&
-            !cli_opt_is(a, "--pool") && !cli_opt_is(a, "--seconds") &&
-            !cli_opt_is(a, "--mode"))
-            return cli_usage_error(CMD, "unknown option '%s'", a);
-        if (!(val = cli_value(CMD, argc, argv, &i)))
-            return CLI_USAGE;
-        if (cli_opt_is(a, "--conninfo")) {
-            if (!*val)
-                return cli_usage_error(CMD, "--conninfo must not be empty");
-            o->conninfo = val;
-        } else if (cli_opt_is(a, "--mode")) {
-            if (strcmp(val, "run") && strcmp(val, "acquire"))
-                return cli_usage_error(CMD,
-                                       "--mode: want run or acquire, "
-                                       "not '%s'",
-                                       val);
-            o->run_mode = !strcmp(val, "run");
-        } else if (cli_opt_is(a, "--seconds")) {
-            if (cli_parse_duration(CMD, "--seconds", val, &o->seconds_ms))
-                return CLI_USAGE;
-            if (o->seconds_ms <= 0)
-                return cli_usage_error(CMD, "--seconds must be > 0");
-        } else {
-            int threads = cli_opt_is(a, "--threads");
-            if (cli_parse_int(CMD, threads ? "--threads" : "--pool", val, 1,
-                              threads ? 4096 : 100000, &v))
-                return CLI_USAGE;
-            *(threads ? &o->threads : &o->pool) = (int)v;
-        }
+enum { OPT_CONNINFO = BENCH_OPT_OWN, OPT_MODE };
+
+static const struct option query_opts_table[] = {
+    BENCH_OPTIONS,
+    {"conninfo", required_argument, NULL, OPT_CONNINFO},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {NULL, 0, NULL, 0}};
+
+/* The options with a word for a value: --conninfo, --mode. */
+static int take_text(query_opts *o, int opt, const char *v) {
+    if (opt == OPT_CONNINFO) {
+        if (!*v)
+            return cli_usage_error(CMD, "--conninfo must not be empty");
+        o->conninfo = v;
+    } else if (!strcmp(v, "run") || !strcmp(v, "acquire")) {
+        o->run_mode = !strcmp(v, "run");
+    } else {
+        return cli_usage_error(CMD,
+                               "bad value '%s' for --mode: want run or "
+                               "acquire",
+                               v);
     }
-    if (!o->conninfo)
-        return cli_usage_error(CMD, "--conninfo is required");
     return 0;
+}
+
+/* cli_opt_fn of bench query: its own options and the shared ones. */
+static int take_opt(void *ctx, int opt, const char *v) {
+    query_opts *o = ctx;
+    if (opt == OPT_CONNINFO || opt == OPT_MODE)
+        return take_text(o, opt, v);
+    return bench_take_opt(CMD, &o->b, opt, v);
 }
 
 /* argv[0] is "query"; the options follow. */
@@ -364,9 +354,11 @@ int cli_bench_query(int argc, char **argv) {
         query_usage(stdout);
         return CLI_OK;
     }
-    query_opts o = {NULL, 8, 8, 0, 1, 5000};
-    if (query_args(argc, argv, &o))
+    query_opts o = {{8, 8, 5000, 0}, NULL, 1};
+    if (cli_parse_opts(CMD, argc, argv, query_opts_table, take_opt, &o))
         return CLI_USAGE;
+    if (!o.conninfo)
+        return cli_usage_error(CMD, "--conninfo is required");
     query_result *r = malloc(sizeof(*r));
     if (!r || run_query(&o, r)) {
         free(r);
