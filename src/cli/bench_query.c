@@ -177,39 +177,41 @@ static double cpu_us(void) {
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
-static int run_query(const query_opts *o, query_result *r) {
-    memset(r, 0, sizeof(*r));
+/* Opens the pool of o->b.pool connections and fills it (its size, which
+ * the connection string may cap, in *size); NULL, with the reason printed,
+ * when it cannot. */
+static tether_pool *open_pool(const query_opts *o, int *size) {
     tether_error err;
     tether_error_clear(&err);
     char *ci = pool_conninfo(o->conninfo, o->b.pool);
     tether_pool *p = NULL;
-    tether_pool_metrics m0, m1;
     int rc = ci ? tether_pool_open(&p, ci, NULL, NULL, &err) : TETHER_ENOMEM;
     free(ci);
     if (rc == 0) {
-        tether_pool_metrics_get(p, &m0);
-        r->pool = m0.max_size;
-        if (r->pool != o->b.pool) /* tether_pooling=off in the string */
+        tether_pool_metrics m;
+        tether_pool_metrics_get(p, &m);
+        *size = m.max_size;
+        if (*size != o->b.pool) /* tether_pooling=off in the string */
             fprintf(stderr,
-                    "tether " CMD ": the pool holds at most %d, not "
-                    "%d\n",
-                    r->pool, o->b.pool);
-        rc = warm_up(p, r->pool, &err);
+                    "tether " CMD ": the pool holds at most %d, not %d\n",
+                    *size, o->b.pool);
+        rc = warm_up(p, *size, &err);
     }
-    if (rc) {
-        fprintf(stderr, "tether " CMD ": %s\n",
-                err.message[0] ? err.message : tether_strerror(rc));
-        tether_pool_destroy(p);
-        return -1;
-    }
-    tether_pool_metrics_get(p, &m0);
+    if (rc == 0)
+        return p;
+    fprintf(stderr, "tether " CMD ": %s\n",
+            err.message[0] ? err.message : tether_strerror(rc));
+    tether_pool_destroy(p);
+    return NULL;
+}
 
+/* Starts o->b.threads workers on p; they wait at qsync.start. NULL when out
+ * of memory. */
+static qworker *start_workers(tether_pool *p, const query_opts *o) {
     size_t n = (size_t)o->b.threads;
     qworker *ws = aligned_alloc(64, sizeof(qworker) * n);
-    if (!ws) {
-        tether_pool_destroy(p);
-        return -1;
-    }
+    if (!ws)
+        return NULL;
     memset(ws, 0, sizeof(qworker) * n);
     atomic_store(&qsync.stop, 0);
     pthread_barrier_init(&qsync.start, NULL, (unsigned)n + 1);
@@ -221,29 +223,42 @@ static int run_query(const query_opts *o, query_result *r) {
             exit(CLI_FAIL); /* a half-filled barrier cannot be unwound */
         }
     }
-    pthread_barrier_wait(&qsync.start);
-    uint64_t t0 = qnow();
-    double cpu0 = cpu_us();
+    return ws;
+}
+
+/* Sleeps ms on CLOCK_MONOTONIC to an absolute end, which a signal does
+ * not move. */
+static void sleep_ms(int64_t ms) {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(o->b.seconds_ms / 1000);
-    until.tv_nsec += (long)(o->b.seconds_ms % 1000) * 1000000L;
+    until.tv_sec += (time_t)(ms / 1000);
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
     if (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL))
         ;
+}
+
+/* The timed window: releases the workers, sleeps, stops and joins them.
+ * Sets r->secs; returns this process's CPU time in it, in us. */
+static double run_window(qworker *ws, const query_opts *o, query_result *r) {
+    pthread_barrier_wait(&qsync.start);
+    uint64_t t0 = qnow();
+    double cpu0 = cpu_us();
+    sleep_ms(o->b.seconds_ms);
     uint64_t t1 = qnow();
     atomic_store(&qsync.stop, 1);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < (size_t)o->b.threads; i++)
         pthread_join(ws[i].tid, NULL);
     pthread_barrier_destroy(&qsync.start);
-    double cpu1 = cpu_us();
-    tether_pool_metrics_get(p, &m1);
-    tether_pool_destroy(p);
-
     r->secs = (double)(t1 - t0) / 1e9;
+    return cpu_us() - cpu0;
+}
+
+/* Adds the n workers' counts and histograms up into r. */
+static void collect(const qworker *ws, size_t n, double cpu, query_result *r) {
     for (size_t i = 0; i < n; i++) {
         r->ops += ws[i].ops;
         r->errors += ws[i].errors;
@@ -253,7 +268,26 @@ static int run_query(const query_opts *o, query_result *r) {
             memcpy(r->first_error, ws[i].first_error, sizeof(r->first_error));
     }
     r->ops_per_sec = (double)r->ops / r->secs;
-    r->cpu_us_per_op = r->ops ? (cpu1 - cpu0) / (double)r->ops : 0;
+    r->cpu_us_per_op = r->ops ? cpu / (double)r->ops : 0;
+}
+
+static int run_query(const query_opts *o, query_result *r) {
+    memset(r, 0, sizeof(*r));
+    tether_pool *p = open_pool(o, &r->pool);
+    if (!p)
+        return -1;
+    tether_pool_metrics m0, m1;
+    tether_pool_metrics_get(p, &m0);
+    qworker *ws = start_workers(p, o);
+    if (!ws) {
+        fprintf(stderr, "tether " CMD ": out of memory\n");
+        tether_pool_destroy(p);
+        return -1;
+    }
+    double cpu = run_window(ws, o, r);
+    tether_pool_metrics_get(p, &m1);
+    tether_pool_destroy(p);
+    collect(ws, (size_t)o->b.threads, cpu, r);
     r->retries = m1.retries - m0.retries;
     free(ws);
     return 0;

@@ -69,6 +69,27 @@ static int take_opt(void *ctx, int opt, const char *v) {
     return 0;
 }
 
+/* The outcome of the connect call that returned rc. */
+static void print_outcome(int rc, const tether_error *err) {
+    if (json_mode) {
+        printf("{\"outcome\":\"%s\",\"attempts\":%d,\"elapsed_ms\":%lld,"
+               "\"error\":",
+               rc ? "fail" : "ok", err->attempts, (long long)err->elapsed_ms);
+        cli_json_str(rc ? tether_errname(rc) : "");
+        printf(",\"class\":\"%s\",\"message\":",
+               tether_class_name(rc ? err->cls : TETHER_CLASS_NONE));
+        cli_json_str(rc ? err->message : "");
+        printf("}\n");
+    } else if (rc) {
+        printf("failed after %d attempts, %lld ms: %s (%s)\n", err->attempts,
+               (long long)err->elapsed_ms, err->message,
+               tether_class_name(err->cls));
+    } else {
+        printf("connected after %d attempts, %lld ms\n", err->attempts,
+               (long long)err->elapsed_ms);
+    }
+}
+
 int cli_probe(int argc, char **argv) {
     const char *conninfo = NULL;
     if (cli_want_help(argc, argv)) {
@@ -91,23 +112,7 @@ int cli_probe(int argc, char **argv) {
     }
     void *h = NULL;
     int rc = tether_connector_connect(c, &h, &err);
-    if (json_mode) {
-        printf("{\"outcome\":\"%s\",\"attempts\":%d,\"elapsed_ms\":%lld,"
-               "\"error\":",
-               rc ? "fail" : "ok", err.attempts, (long long)err.elapsed_ms);
-        cli_json_str(rc ? tether_errname(rc) : "");
-        printf(",\"class\":\"%s\",\"message\":",
-               tether_class_name(rc ? err.cls : TETHER_CLASS_NONE));
-        cli_json_str(rc ? err.message : "");
-        printf("}\n");
-    } else if (rc) {
-        printf("failed after %d attempts, %lld ms: %s (%s)\n", err.attempts,
-               (long long)err.elapsed_ms, err.message,
-               tether_class_name(err.cls));
-    } else {
-        printf("connected after %d attempts, %lld ms\n", err.attempts,
-               (long long)err.elapsed_ms);
-    }
+    print_outcome(rc, &err);
     tether_connector_close(c, h);
     tether_connector_destroy(c);
     return rc ? CLI_FAIL : CLI_OK;
