@@ -34,7 +34,7 @@ enum corun_mode { MODE_RUN, MODE_ACQUIRE, MODE_DEDICATED };
 struct side {
     pthread_mutex_t lock;
     uint64_t ops, errors;
-    struct q_hist gap;
+    lat_hist gap;
 };
 
 struct corun {
@@ -50,7 +50,7 @@ static __thread uint64_t work_end; /* when this thread's last SELECT 1 ended */
 static void note_gap(struct q_thread *t) {
     uint64_t now = bench_now_ns();
     if (work_end)
-        q_hist_add(&t->wait, now - work_end);
+        lat_hist_add(&t->wait, now - work_end);
 }
 
 static int work_select1(void *handle, void *arg, const tether_attempt *a,
@@ -91,7 +91,7 @@ static void add_side(struct side *s, const struct q_thread *t) {
     pthread_mutex_lock(&s->lock);
     s->ops += t->ops;
     s->errors += t->errors;
-    q_hist_merge(&s->gap, &t->wait);
+    lat_hist_merge(&s->gap, &t->wait);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -166,9 +166,9 @@ static void report(const struct q_opts *o, const struct corun *c, double secs) {
               "%llu ns (dedicated) vs %llu ns, p99 %llu ns; errors %llu\n";
     printf(fmt, mode_name(c->mode), c->conns, o->threads - c->conns, c->conns,
            secs, (unsigned long long)d->ops, (unsigned long long)x->ops, ratio,
-           (unsigned long long)q_hist_pct(&d->gap, 50),
-           (unsigned long long)q_hist_pct(&x->gap, 50),
-           (unsigned long long)q_hist_pct(&x->gap, 99),
+           (unsigned long long)lat_hist_pct(&d->gap, 50),
+           (unsigned long long)lat_hist_pct(&x->gap, 50),
+           (unsigned long long)lat_hist_pct(&x->gap, 99),
            (unsigned long long)(d->errors + x->errors));
 }
 

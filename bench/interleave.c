@@ -60,7 +60,7 @@ struct inter {
     int acquire;   /* 1: pooled phases acquire and release, not run() */
     int own_conns; /* 1: dedicated phases on libpq connections of their own */
     pthread_mutex_t lock;
-    struct q_hist wait[2]; /* pooled phases: wait; dedicated: unused */
+    lat_hist wait[2]; /* pooled phases: wait; dedicated: unused */
     uint64_t errors;
     _Atomic uint64_t gave_up; /* pooled calls still waiting at phase end */
 };
@@ -91,7 +91,7 @@ static int work(void *handle, void *arg, const tether_attempt *a,
     struct op_ctx *o = arg;
     (void)a;
     uint64_t now = bench_now_ns();
-    q_hist_add(&o->t->wait, now - o->t0);
+    lat_hist_add(&o->t->wait, now - o->t0);
     if (phase_of(o->c, now) != o->k) {
         o->skipped = 1; /* no statement, not counted */
         return 0;
@@ -203,7 +203,7 @@ static void *worker(void *arg) {
     }
     PQfinish(conn);
     pthread_mutex_lock(&c->lock);
-    q_hist_merge(&c->wait[KIND_P], &t->wait);
+    lat_hist_merge(&c->wait[KIND_P], &t->wait);
     c->errors += t->errors;
     pthread_mutex_unlock(&c->lock);
     return NULL;
@@ -255,8 +255,8 @@ static void report(const struct q_opts *o, struct inter *c, int phases) {
            c->control, o->threads, c->conns, (double)c->phase_ns / 1e6, nblocks,
            counted_s > 0 ? (double)sum[KIND_D] / counted_s : 0,
            counted_s > 0 ? (double)sum[KIND_P] / counted_s : 0, total, q1, med,
-           q3, q_us(q_hist_pct(&c->wait[KIND_P], 99)),
-           q_us(q_hist_pct(&c->wait[KIND_P], 100)),
+           q3, lat_hist_us(lat_hist_pct(&c->wait[KIND_P], 99)),
+           lat_hist_us(lat_hist_pct(&c->wait[KIND_P], 100)),
            (unsigned long long)atomic_load(&c->gave_up),
            (unsigned long long)c->errors);
     free(ratio);

@@ -11,6 +11,7 @@
  *   - a run driver:     start barrier, timed window, stop flag, join
  *   - per-thread state: cache-line aligned, written only by its owner
  *   - a wait histogram: log-linear, fixed size, O(1) insert, no allocation
+ *                       (src/cli/hist.h, the one `tether bench cycle` uses)
  *   - reporting:        one JSON line, or one human-readable line
  */
 #ifndef TETHER_BENCH_PEER_COMMON_H
@@ -30,6 +31,7 @@
 #include <stdlib.h>
 
 #include "bench_base.h"
+#include "../../src/cli/hist.h" /* the histogram of `tether bench cycle` */
 #include <string.h>
 #include <time.h>
 
@@ -37,35 +39,6 @@
 
 /* 1 in PEER_SAMPLE_EVERY acquires is timed with two clock_gettime calls. */
 #define PEER_SAMPLE_EVERY 64u
-
-/*
- * Log-linear histogram of nanoseconds: values 0..15 get their own bucket,
- * above that each power of two is split into 16 linear sub-buckets, so any
- * reported percentile is within ~3% of the true sample value.
- */
-#define PEER_HIST_SUB 16
-#define PEER_HIST_BUCKETS (61 * PEER_HIST_SUB)
-
-static inline unsigned peer_hist_index(uint64_t v)
-{
-    if (v < PEER_HIST_SUB)
-        return (unsigned)v;
-    unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= 4 */
-    unsigned sub = (unsigned)(v >> (e - 4)) & (PEER_HIST_SUB - 1);
-    return (e - 3) * PEER_HIST_SUB + sub;
-}
-
-/* Midpoint of a bucket, in ns. */
-static inline uint64_t peer_hist_value(unsigned idx)
-{
-    if (idx < PEER_HIST_SUB)
-        return idx;
-    unsigned e = idx / PEER_HIST_SUB + 3;
-    uint64_t sub = idx % PEER_HIST_SUB;
-    uint64_t lo = (PEER_HIST_SUB + sub) << (e - 4);
-    uint64_t width = (uint64_t)1 << (e - 4);
-    return lo + width / 2;
-}
 
 struct peer_opts {
     int threads;
@@ -90,12 +63,10 @@ struct peer_opts {
 struct peer_thread {
     alignas(PEER_CACHELINE) uint64_t ops;
     uint64_t failures;
-    uint64_t samples;
-    uint64_t max_wait_ns;
     unsigned index;
     void *ctx;
     pthread_t tid;
-    uint64_t hist[PEER_HIST_BUCKETS];
+    lat_hist waits; /* the sampled acquire waits, ns */
 };
 
 /* Stop flag and start barrier, each on its own cache line. */
@@ -111,10 +82,7 @@ static inline bool peer_should_stop(void)
 
 static inline void peer_record_wait(struct peer_thread *t, uint64_t ns)
 {
-    t->hist[peer_hist_index(ns)]++;
-    t->samples++;
-    if (ns > t->max_wait_ns)
-        t->max_wait_ns = ns;
+    lat_hist_add(&t->waits, ns);
 }
 
 /* Called by each worker before its loop: waits for all workers + main. */
@@ -229,39 +197,17 @@ static int peer_run(const struct peer_opts *o, void *(*fn)(void *), void *ctx,
 
     memset(r, 0, sizeof *r);
     r->elapsed_s = (double)(t1 - t0) / 1e9;
-    static uint64_t hist[PEER_HIST_BUCKETS];
-    memset(hist, 0, sizeof hist);
+    static lat_hist waits; /* ~8 KB: not on the stack */
+    memset(&waits, 0, sizeof waits);
     for (size_t i = 0; i < n; i++) {
         r->ops += th[i].ops;
         r->failures += th[i].failures;
-        r->samples += th[i].samples;
-        if (th[i].max_wait_ns > r->max_ns)
-            r->max_ns = th[i].max_wait_ns;
-        for (unsigned b = 0; b < PEER_HIST_BUCKETS; b++)
-            hist[b] += th[i].hist[b];
+        lat_hist_merge(&waits, &th[i].waits);
     }
-    if (r->samples > 0) {
-        uint64_t want50 = (r->samples * 50 + 99) / 100;
-        uint64_t want99 = (r->samples * 99 + 99) / 100;
-        uint64_t acc = 0;
-        bool got50 = false;
-        for (unsigned b = 0; b < PEER_HIST_BUCKETS; b++) {
-            acc += hist[b];
-            if (!got50 && acc >= want50) {
-                r->p50_ns = peer_hist_value(b);
-                got50 = true;
-            }
-            if (acc >= want99) {
-                r->p99_ns = peer_hist_value(b);
-                break;
-            }
-        }
-        /* Bucket midpoints can overshoot the exact maximum. */
-        if (r->p50_ns > r->max_ns)
-            r->p50_ns = r->max_ns;
-        if (r->p99_ns > r->max_ns)
-            r->p99_ns = r->max_ns;
-    }
+    r->samples = waits.n;
+    r->p50_ns = lat_hist_pct(&waits, 50);
+    r->p99_ns = lat_hist_pct(&waits, 99);
+    r->max_ns = waits.max;
     free(th);
     return 0;
 }

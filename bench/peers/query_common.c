@@ -16,7 +16,8 @@
  *                      costs tens of microseconds, a clock read ~25 ns), and
  *                      so is the part that gets a connection (the "wait"),
  *                      into per-thread log-linear histograms (percentiles
- *                      within ~3 %, max exact), merged at the end
+ *                      within ~3 %, max exact; src/cli/hist.h, the one
+ *                      `tether bench query` uses), merged at the end
  *   - reporting:       one JSON line with the shape of `tether bench query
  *                      --json`, or one human-readable line
  */
@@ -41,69 +42,9 @@
 #include <time.h>
 
 #include "bench_base.h"
+#include "../../src/cli/hist.h" /* the histogram of `tether bench query` */
 
 #define Q_CACHELINE 64
-
-/* Log-linear histogram of nanoseconds: 0..15 exact, then each power of two
- * split into 16 linear sub-buckets. */
-#define Q_HIST_SUB 16
-#define Q_HIST_BUCKETS (61 * Q_HIST_SUB)
-
-struct q_hist {
-    uint64_t n, max;
-    uint64_t b[Q_HIST_BUCKETS];
-};
-
-static inline unsigned q_hist_index(uint64_t v)
-{
-    if (v < Q_HIST_SUB)
-        return (unsigned)v;
-    unsigned e = 63u - (unsigned)__builtin_clzll(v); /* >= 4 */
-    return (e - 3) * Q_HIST_SUB + ((unsigned)(v >> (e - 4)) & (Q_HIST_SUB - 1));
-}
-
-/* Midpoint of a bucket, in ns. */
-static inline uint64_t q_hist_value(unsigned idx)
-{
-    if (idx < Q_HIST_SUB)
-        return idx;
-    unsigned e = idx / Q_HIST_SUB + 3;
-    uint64_t width = (uint64_t)1 << (e - 4);
-    return ((Q_HIST_SUB + (uint64_t)(idx % Q_HIST_SUB)) << (e - 4)) + width / 2;
-}
-
-static inline void q_hist_add(struct q_hist *h, uint64_t ns)
-{
-    h->b[q_hist_index(ns)]++;
-    h->n++;
-    if (ns > h->max)
-        h->max = ns;
-}
-
-static void q_hist_merge(struct q_hist *into, const struct q_hist *h)
-{
-    for (unsigned i = 0; i < Q_HIST_BUCKETS; i++)
-        into->b[i] += h->b[i];
-    into->n += h->n;
-    if (h->max > into->max)
-        into->max = h->max;
-}
-
-/* The pct-th percentile in ns (0 when empty), never above the exact max. */
-static uint64_t q_hist_pct(const struct q_hist *h, unsigned pct)
-{
-    if (h->n == 0)
-        return 0;
-    uint64_t want = (h->n * pct + 99) / 100, acc = 0;
-    for (unsigned i = 0; i < Q_HIST_BUCKETS; i++) {
-        acc += h->b[i];
-        if (acc >= want) {
-            uint64_t v = q_hist_value(i);
-            return v < h->max ? v : h->max;
-        }
-    }
-    return h->max;
-}
 
 struct q_opts {
     const char *prog;
@@ -128,8 +69,8 @@ struct q_thread {
     void *ctx;
     pthread_t tid;
     char error[256]; /* the first error, for stderr */
-    struct q_hist op;   /* whole operation */
-    struct q_hist wait; /* getting the connection (acquire / connect) */
+    lat_hist op;   /* whole operation */
+    lat_hist wait; /* getting the connection (acquire / connect) */
 };
 
 static struct {
@@ -186,8 +127,8 @@ static inline void q_error_pause(void)
 static inline void q_op_done(struct q_thread *t, uint64_t t0, uint64_t tw, uint64_t t1)
 {
     if (tw)
-        q_hist_add(&t->wait, tw - t0);
-    q_hist_add(&t->op, t1 - t0);
+        lat_hist_add(&t->wait, tw - t0);
+    lat_hist_add(&t->op, t1 - t0);
     t->ops++;
 }
 
@@ -291,7 +232,7 @@ struct q_result {
     double elapsed_s;
     double cpu_us; /* this process's CPU time (user + system) in the window */
     uint64_t ops, errors, retries;
-    struct q_hist op, wait;
+    lat_hist op, wait;
     char error[256]; /* the first error of any thread */
 };
 
@@ -350,8 +291,8 @@ static int q_run(const struct q_opts *o, void *(*fn)(void *), void *ctx, struct 
         r->ops += th[i].ops;
         r->errors += th[i].errors;
         r->retries += th[i].retries;
-        q_hist_merge(&r->op, &th[i].op);
-        q_hist_merge(&r->wait, &th[i].wait);
+        lat_hist_merge(&r->op, &th[i].op);
+        lat_hist_merge(&r->wait, &th[i].wait);
         if (th[i].error[0] && !r->error[0])
             memcpy(r->error, th[i].error, sizeof r->error);
     }
@@ -361,39 +302,32 @@ static int q_run(const struct q_opts *o, void *(*fn)(void *), void *ctx, struct 
     return failed ? -1 : 0;
 }
 
-static inline double q_us(uint64_t ns)
-{
-    return (double)ns / 1000.0;
-}
-
 /* One JSON line (the shape of `tether bench query --json`); the *_wait_us
  * fields only when the implementation gets a connection per operation. */
 __attribute__((unused)) /* bench/corun.c prints its own */
 static void q_report(const struct q_opts *o, int pool, const struct q_result *r)
 {
     double ops_per_sec = r->elapsed_s > 0 ? (double)r->ops / r->elapsed_s : 0.0;
+    lat_summary op = lat_hist_summary(&r->op, 1000.0);
+    lat_summary wait = lat_hist_summary(&r->wait, 1000.0);
     if (o->json) {
         printf("{\"bench\":\"query\",\"impl\":\"%s\",\"threads\":%d,\"pool\":%d,"
                "\"seconds\":%g,\"ops_per_sec\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
                "\"max_us\":%.1f,\"errors\":%llu,\"retries\":%llu",
-               o->impl, o->threads, pool, o->seconds, ops_per_sec,
-               q_us(q_hist_pct(&r->op, 50)), q_us(q_hist_pct(&r->op, 99)), q_us(r->op.max),
+               o->impl, o->threads, pool, o->seconds, ops_per_sec, op.p50, op.p99, op.max,
                (unsigned long long)r->errors, (unsigned long long)r->retries);
         if (r->wait.n)
             printf(",\"p50_wait_us\":%.1f,\"p99_wait_us\":%.1f,\"max_wait_us\":%.1f",
-                   q_us(q_hist_pct(&r->wait, 50)), q_us(q_hist_pct(&r->wait, 99)),
-                   q_us(r->wait.max));
+                   wait.p50, wait.p99, wait.max);
         printf(",\"cpu_us_per_op\":%.2f}\n", r->ops ? r->cpu_us / (double)r->ops : 0.0);
     } else {
         printf("query %-17s threads=%-3d pool=%-3d %8.0f ops/s (%llu in %.3f s)  "
                "latency p50=%.1fus p99=%.1fus max=%.1fus  errors=%llu retries=%llu",
                o->impl, o->threads, pool, ops_per_sec, (unsigned long long)r->ops,
-               r->elapsed_s, q_us(q_hist_pct(&r->op, 50)), q_us(q_hist_pct(&r->op, 99)),
-               q_us(r->op.max), (unsigned long long)r->errors,
+               r->elapsed_s, op.p50, op.p99, op.max, (unsigned long long)r->errors,
                (unsigned long long)r->retries);
         if (r->wait.n)
-            printf("  wait p50=%.1fus p99=%.1fus max=%.1fus", q_us(q_hist_pct(&r->wait, 50)),
-                   q_us(q_hist_pct(&r->wait, 99)), q_us(r->wait.max));
+            printf("  wait p50=%.1fus p99=%.1fus max=%.1fus", wait.p50, wait.p99, wait.max);
         printf("  cpu/op=%.2fus\n", r->ops ? r->cpu_us / (double)r->ops : 0.0);
     }
     fflush(stdout);

@@ -3,6 +3,7 @@
  * With more threads than connections it also samples acquire waits (1 in
  * 64 acquires) to show that no waiter starves. */
 #include "cli.h"
+#include "hist.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -11,21 +12,14 @@
 #include <time.h>
 
 #define SAMPLE_MASK 63
-#define MAX_SAMPLES (1 << 20)
-
-typedef struct bench_opts {
-    int threads, pool;
-    int64_t seconds_ms;
-    int json;
-} bench_opts;
+#define CMD "bench cycle"
 
 typedef struct worker {
     _Alignas(64) uint64_t ops;
     uint64_t errors;
-    int64_t *waits; /* sampled acquire waits, ns */
-    int nwaits;
     tether_pool *p;
     int sample;
+    lat_hist waits; /* sampled acquire waits, ns */
 } worker;
 
 static _Atomic int go, stop;
@@ -44,8 +38,8 @@ static void cycle_sampled(worker *w, uint64_t i) {
         w->errors++;
         return;
     }
-    if (t0 && w->nwaits < MAX_SAMPLES / 64)
-        w->waits[w->nwaits++] = now_ns() - t0;
+    if (t0)
+        lat_hist_add(&w->waits, (uint64_t)(now_ns() - t0));
     tether_lease_release(l);
     w->ops++;
 }
@@ -74,11 +68,6 @@ static void *worker_main(void *arg) {
     w->ops = ops;
     w->errors = errors;
     return NULL;
-}
-
-static int cmp64(const void *a, const void *b) {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
 }
 
 static int make_pool(const bench_opts *b, tether_sim **sim, tether_pool **p) {
@@ -112,58 +101,35 @@ static int make_pool(const bench_opts *b, tether_sim **sim, tether_pool **p) {
 typedef struct bench_result {
     double ops_per_sec;
     uint64_t errors;
-    int64_t p50, p99, max;
+    lat_summary wait; /* ns */
     int sampled;
 } bench_result;
 
 static void summarize(worker *ws, int n, double secs, bench_result *r) {
-    uint64_t ops = 0, nw = 0;
+    uint64_t ops = 0;
+    lat_hist waits = {0};
     memset(r, 0, sizeof(*r));
     for (int i = 0; i < n; i++) {
         ops += ws[i].ops;
         r->errors += ws[i].errors;
-        nw += (uint64_t)ws[i].nwaits;
+        lat_hist_merge(&waits, &ws[i].waits);
     }
     r->ops_per_sec = (double)ops / secs;
-    if (nw == 0)
-        return;
-    int64_t *all = malloc(sizeof(int64_t) * nw);
-    if (!all)
-        return;
-    size_t k = 0;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < ws[i].nwaits; j++)
-            all[k++] = ws[i].waits[j];
-    qsort(all, k, sizeof(int64_t), cmp64);
-    r->sampled = 1;
-    r->p50 = all[k / 2];
-    r->p99 = all[(k * 99) / 100];
-    r->max = all[k - 1];
-    free(all);
+    r->sampled = waits.n > 0;
+    r->wait = lat_hist_summary(&waits, 1.0);
 }
 
-static int run_cycle(const bench_opts *b, bench_result *r) {
-    tether_sim *sim = NULL;
-    tether_pool *p = NULL;
-    if (make_pool(b, &sim, &p)) {
-        tether_pool_destroy(p);
-        tether_sim_destroy(sim);
-        return -1;
-    }
-    worker *ws = aligned_alloc(64, sizeof(worker) * (size_t)b->threads);
-    pthread_t *th = calloc((size_t)b->threads, sizeof(pthread_t));
-    int sample = b->threads > b->pool;
-    memset(ws, 0, sizeof(worker) * (size_t)b->threads);
+/* Starts the workers, lets them run for the window and joins them;
+ * returns the window's length in seconds. */
+static double run_window(const bench_opts *b, worker *ws, pthread_t *th) {
     atomic_store(&go, 0);
     atomic_store(&stop, 0);
     atomic_store(&ready, 0);
-    for (int i = 0; i < b->threads; i++) {
-        ws[i].p = p;
-        ws[i].sample = sample;
-        ws[i].waits =
-            sample ? malloc(sizeof(int64_t) * MAX_SAMPLES / 64) : NULL;
-        pthread_create(&th[i], NULL, worker_main, &ws[i]);
-    }
+    for (int i = 0; i < b->threads; i++)
+        if (pthread_create(&th[i], NULL, worker_main, &ws[i])) {
+            fprintf(stderr, "tether " CMD ": cannot start thread %d\n", i);
+            exit(CLI_FAIL); /* the others spin on go: no unwinding */
+        }
     while (atomic_load(&ready) < b->threads) {
     }
     int64_t t0 = now_ns();
@@ -174,15 +140,31 @@ static int run_cycle(const bench_opts *b, bench_result *r) {
     atomic_store(&stop, 1);
     for (int i = 0; i < b->threads; i++)
         pthread_join(th[i], NULL);
-    double secs = (double)(now_ns() - t0) / 1e9;
-    summarize(ws, b->threads, secs, r);
-    for (int i = 0; i < b->threads; i++)
-        free(ws[i].waits);
+    return (double)(now_ns() - t0) / 1e9;
+}
+
+static int run_cycle(const bench_opts *b, bench_result *r) {
+    tether_sim *sim = NULL;
+    tether_pool *p = NULL;
+    size_t n = (size_t)b->threads;
+    worker *ws = aligned_alloc(64, sizeof(worker) * n);
+    pthread_t *th = calloc(n, sizeof(pthread_t));
+    int rc = ws && th ? make_pool(b, &sim, &p) : -1;
+    if (rc == 0) {
+        memset(ws, 0, sizeof(worker) * n);
+        for (size_t i = 0; i < n; i++) {
+            ws[i].p = p;
+            ws[i].sample = b->threads > b->pool;
+        }
+        summarize(ws, b->threads, run_window(b, ws, th), r);
+    } else if (!ws || !th) {
+        fprintf(stderr, "tether " CMD ": out of memory\n");
+    }
     free(ws);
     free(th);
     tether_pool_destroy(p);
     tether_sim_destroy(sim);
-    return 0;
+    return rc;
 }
 
 static void print_cycle(const bench_opts *b, const bench_result *r) {
@@ -193,9 +175,9 @@ static void print_cycle(const bench_opts *b, const bench_result *r) {
                b->threads, b->pool, (double)b->seconds_ms / 1000.0,
                r->ops_per_sec, (unsigned long long)r->errors);
         if (r->sampled)
-            printf(",\"p50_wait_ns\":%lld,\"p99_wait_ns\":%lld,"
-                   "\"max_wait_ns\":%lld",
-                   (long long)r->p50, (long long)r->p99, (long long)r->max);
+            printf(",\"p50_wait_ns\":%.0f,\"p99_wait_ns\":%.0f,"
+                   "\"max_wait_ns\":%.0f",
+                   r->wait.p50, r->wait.p99, r->wait.max);
         printf(",\"bytes_per_conn\":%zu}\n", tether_pool_bytes_per_conn());
         return;
     }
@@ -204,9 +186,9 @@ static void print_cycle(const bench_opts *b, const bench_result *r) {
            b->threads, b->pool, r->ops_per_sec / 1e6,
            (unsigned long long)r->errors, tether_pool_bytes_per_conn());
     if (r->sampled)
-        printf("  acquire wait (1 in 64 sampled): p50 %lld ns, p99 %lld ns, "
-               "max %lld ns\n",
-               (long long)r->p50, (long long)r->p99, (long long)r->max);
+        printf("  acquire wait (1 in 64 sampled): p50 %.0f ns, p99 %.0f ns, "
+               "max %.0f ns\n",
+               r->wait.p50, r->wait.p99, r->wait.max);
 }
 
 static void bench_usage(FILE *f) {
@@ -225,36 +207,27 @@ static void bench_usage(FILE *f) {
             " peers:\nbench/run-query.\n");
 }
 
-static int bench_args(int argc, char **argv, bench_opts *b) {
-    long long v;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val;
-        if (!strcmp(a, "--json")) {
-            b->json = 1;
-            continue;
-        }
-        if (!cli_opt_is(a, "--threads") && !cli_opt_is(a, "--pool") &&
-            !cli_opt_is(a, "--seconds"))
-            return cli_usage_error("bench cycle", "unknown option '%s'", a);
-        if (!(val = cli_value("bench cycle", argc, argv, &i)))
-            return CLI_USAGE;
-        if (cli_opt_is(a, "--seconds")) {
-            if (cli_parse_duration("bench cycle", "--seconds", val,
-                                   &b->seconds_ms) ||
-                b->seconds_ms <= 0)
-                return b->seconds_ms <= 0
-                           ? cli_usage_error("bench cycle",
-                                             "--seconds must be > 0")
-                           : CLI_USAGE;
-            continue;
-        }
-        int threads = cli_opt_is(a, "--threads");
-        if (cli_parse_int("bench cycle", a, val, 1, threads ? 4096 : 100000,
-                          &v))
-            return CLI_USAGE;
-        *(threads ? &b->threads : &b->pool) = (int)v;
+int bench_take_opt(const char *cmd, bench_opts *b, int opt, const char *v) {
+    switch (opt) {
+    case BENCH_OPT_THREADS:
+        return cli_parse_count(cmd, "--threads", v, 1, 4096, &b->threads);
+    case BENCH_OPT_POOL:
+        return cli_parse_count(cmd, "--pool", v, 1, 100000, &b->pool);
+    case BENCH_OPT_SECONDS:
+        return cli_parse_seconds(cmd, v, &b->seconds_ms) ? CLI_USAGE : 0;
+    case BENCH_OPT_JSON:
+        b->json = 1;
+        return 0;
+    default:
+        return cli_usage_error(cmd, "unexpected argument '%s'", v);
     }
-    return 0;
+}
+
+static const struct option cycle_opts[] = {BENCH_OPTIONS, {NULL, 0, NULL, 0}};
+
+/* cli_opt_fn of bench cycle: the shared options only. */
+static int take_opt(void *ctx, int opt, const char *v) {
+    return bench_take_opt(CMD, ctx, opt, v);
 }
 
 int cli_bench(int argc, char **argv) {
@@ -272,7 +245,7 @@ int cli_bench(int argc, char **argv) {
         return CLI_OK;
     }
     bench_opts b = {1, 8, 3000, 0};
-    if (bench_args(argc - 1, argv + 1, &b))
+    if (cli_parse_opts(CMD, argc - 1, argv + 1, cycle_opts, take_opt, &b))
         return CLI_USAGE;
     bench_result r;
     if (run_cycle(&b, &r))

@@ -14,6 +14,7 @@
  * The peers (bench/peers/query_*.c) print the same JSON line;
  * bench/run-query runs them all side by side. */
 #include "cli.h"
+#include "hist.h"
 
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -25,61 +26,10 @@
 
 #define CMD "bench query"
 
-/* Log-linear histogram of nanoseconds: 0..15 exact, then 16 linear
- * sub-buckets per power of two (percentiles within ~3 %; max is exact). */
-#define QH_SUB 16
-#define QH_BUCKETS (61 * QH_SUB)
-
-typedef struct qhist {
-    uint64_t n, max;
-    uint64_t b[QH_BUCKETS];
-} qhist;
-
-static unsigned qh_index(uint64_t v) {
-    if (v < QH_SUB)
-        return (unsigned)v;
-    unsigned e = 63u - (unsigned)__builtin_clzll(v);
-    return (e - 3) * QH_SUB + ((unsigned)(v >> (e - 4)) & (QH_SUB - 1));
-}
-
-static uint64_t qh_mid(unsigned i) {
-    if (i < QH_SUB)
-        return i;
-    unsigned e = i / QH_SUB + 3;
-    uint64_t w = (uint64_t)1 << (e - 4);
-    return ((QH_SUB + (uint64_t)(i % QH_SUB)) << (e - 4)) + w / 2;
-}
-
-static void qh_add(qhist *h, uint64_t v) {
-    h->b[qh_index(v)]++;
-    h->n++;
-    if (v > h->max)
-        h->max = v;
-}
-
-static void qh_merge(qhist *into, const qhist *h) {
-    for (unsigned i = 0; i < QH_BUCKETS; i++)
-        into->b[i] += h->b[i];
-    into->n += h->n;
-    if (h->max > into->max)
-        into->max = h->max;
-}
-
-/* The pct-th percentile in ns (0 when empty), capped at the exact max. */
-static uint64_t qh_pct(const qhist *h, unsigned pct) {
-    if (h->n == 0)
-        return 0;
-    uint64_t want = (h->n * pct + 99) / 100, acc = 0;
-    for (unsigned i = 0; i < QH_BUCKETS; i++)
-        if ((acc += h->b[i]) >= want)
-            return qh_mid(i) < h->max ? qh_mid(i) : h->max;
-    return h->max;
-}
-
 typedef struct query_opts {
+    bench_opts b; /* --threads, --pool, --seconds, --json */
     const char *conninfo;
-    int threads, pool, json, run_mode;
-    int64_t seconds_ms;
+    int run_mode;
 } query_opts;
 
 typedef struct qworker {
@@ -89,7 +39,7 @@ typedef struct qworker {
     tether_pool *p;
     const query_opts *o;
     char first_error[TETHER_MSG_MAX + 32];
-    qhist op, wait;
+    lat_hist op, wait;
     pthread_t tid;
 } qworker;
 
@@ -163,13 +113,13 @@ static void *qworker_main(void *arg) {
         }
         uint64_t t1 = qnow();
         if (tw)
-            qh_add(&w->wait, tw - t0);
+            lat_hist_add(&w->wait, tw - t0);
         if (rc) { /* pause, so that a down server is not spun against */
             note_error(w, &err);
             nanosleep(&(struct timespec){0, 1000000L}, NULL);
             continue;
         }
-        qh_add(&w->op, t1 - t0);
+        lat_hist_add(&w->op, t1 - t0);
         w->ops++;
     }
     return NULL;
@@ -216,7 +166,7 @@ typedef struct query_result {
     double cpu_us_per_op; /* this process's CPU time (user + system) per op */
     int pool;             /* the pool's max_size as opened */
     uint64_t ops, errors, retries;
-    qhist op, wait;
+    lat_hist op, wait;
     char first_error[TETHER_MSG_MAX + 32];
 } query_result;
 
@@ -227,39 +177,41 @@ static double cpu_us(void) {
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
-static int run_query(const query_opts *o, query_result *r) {
-    memset(r, 0, sizeof(*r));
+/* Opens the pool of o->b.pool connections and fills it (its size, which
+ * the connection string may cap, in *size); NULL, with the reason printed,
+ * when it cannot. */
+static tether_pool *open_pool(const query_opts *o, int *size) {
     tether_error err;
     tether_error_clear(&err);
-    char *ci = pool_conninfo(o->conninfo, o->pool);
+    char *ci = pool_conninfo(o->conninfo, o->b.pool);
     tether_pool *p = NULL;
-    tether_pool_metrics m0, m1;
     int rc = ci ? tether_pool_open(&p, ci, NULL, NULL, &err) : TETHER_ENOMEM;
     free(ci);
     if (rc == 0) {
-        tether_pool_metrics_get(p, &m0);
-        r->pool = m0.max_size;
-        if (r->pool != o->pool) /* tether_pooling=off in the string */
+        tether_pool_metrics m;
+        tether_pool_metrics_get(p, &m);
+        *size = m.max_size;
+        if (*size != o->b.pool) /* tether_pooling=off in the string */
             fprintf(stderr,
-                    "tether " CMD ": the pool holds at most %d, not "
-                    "%d\n",
-                    r->pool, o->pool);
-        rc = warm_up(p, r->pool, &err);
+                    "tether " CMD ": the pool holds at most %d, not %d\n",
+                    *size, o->b.pool);
+        rc = warm_up(p, *size, &err);
     }
-    if (rc) {
-        fprintf(stderr, "tether " CMD ": %s\n",
-                err.message[0] ? err.message : tether_strerror(rc));
-        tether_pool_destroy(p);
-        return -1;
-    }
-    tether_pool_metrics_get(p, &m0);
+    if (rc == 0)
+        return p;
+    fprintf(stderr, "tether " CMD ": %s\n",
+            err.message[0] ? err.message : tether_strerror(rc));
+    tether_pool_destroy(p);
+    return NULL;
+}
 
-    size_t n = (size_t)o->threads;
+/* Starts o->b.threads workers on p; they wait at qsync.start. NULL when out
+ * of memory. */
+static qworker *start_workers(tether_pool *p, const query_opts *o) {
+    size_t n = (size_t)o->b.threads;
     qworker *ws = aligned_alloc(64, sizeof(qworker) * n);
-    if (!ws) {
-        tether_pool_destroy(p);
-        return -1;
-    }
+    if (!ws)
+        return NULL;
     memset(ws, 0, sizeof(qworker) * n);
     atomic_store(&qsync.stop, 0);
     pthread_barrier_init(&qsync.start, NULL, (unsigned)n + 1);
@@ -271,73 +223,101 @@ static int run_query(const query_opts *o, query_result *r) {
             exit(CLI_FAIL); /* a half-filled barrier cannot be unwound */
         }
     }
-    pthread_barrier_wait(&qsync.start);
-    uint64_t t0 = qnow();
-    double cpu0 = cpu_us();
+    return ws;
+}
+
+/* Sleeps ms on CLOCK_MONOTONIC to an absolute end, which a signal does
+ * not move. */
+static void sleep_ms(int64_t ms) {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += (time_t)(o->seconds_ms / 1000);
-    until.tv_nsec += (long)(o->seconds_ms % 1000) * 1000000L;
+    until.tv_sec += (time_t)(ms / 1000);
+    until.tv_nsec += (long)(ms % 1000) * 1000000L;
     if (until.tv_nsec >= 1000000000L) {
         until.tv_sec++;
         until.tv_nsec -= 1000000000L;
     }
     while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL))
         ;
+}
+
+/* The timed window: releases the workers, sleeps, stops and joins them.
+ * Sets r->secs; returns this process's CPU time in it, in us. */
+static double run_window(qworker *ws, const query_opts *o, query_result *r) {
+    pthread_barrier_wait(&qsync.start);
+    uint64_t t0 = qnow();
+    double cpu0 = cpu_us();
+    sleep_ms(o->b.seconds_ms);
     uint64_t t1 = qnow();
     atomic_store(&qsync.stop, 1);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < (size_t)o->b.threads; i++)
         pthread_join(ws[i].tid, NULL);
     pthread_barrier_destroy(&qsync.start);
-    double cpu1 = cpu_us();
-    tether_pool_metrics_get(p, &m1);
-    tether_pool_destroy(p);
-
     r->secs = (double)(t1 - t0) / 1e9;
+    return cpu_us() - cpu0;
+}
+
+/* Adds the n workers' counts and histograms up into r. */
+static void collect(const qworker *ws, size_t n, double cpu, query_result *r) {
     for (size_t i = 0; i < n; i++) {
         r->ops += ws[i].ops;
         r->errors += ws[i].errors;
-        qh_merge(&r->op, &ws[i].op);
-        qh_merge(&r->wait, &ws[i].wait);
+        lat_hist_merge(&r->op, &ws[i].op);
+        lat_hist_merge(&r->wait, &ws[i].wait);
         if (ws[i].errors && !r->first_error[0])
             memcpy(r->first_error, ws[i].first_error, sizeof(r->first_error));
     }
     r->ops_per_sec = (double)r->ops / r->secs;
-    r->cpu_us_per_op = r->ops ? (cpu1 - cpu0) / (double)r->ops : 0;
+    r->cpu_us_per_op = r->ops ? cpu / (double)r->ops : 0;
+}
+
+static int run_query(const query_opts *o, query_result *r) {
+    memset(r, 0, sizeof(*r));
+    tether_pool *p = open_pool(o, &r->pool);
+    if (!p)
+        return -1;
+    tether_pool_metrics m0, m1;
+    tether_pool_metrics_get(p, &m0);
+    qworker *ws = start_workers(p, o);
+    if (!ws) {
+        fprintf(stderr, "tether " CMD ": out of memory\n");
+        tether_pool_destroy(p);
+        return -1;
+    }
+    double cpu = run_window(ws, o, r);
+    tether_pool_metrics_get(p, &m1);
+    tether_pool_destroy(p);
+    collect(ws, (size_t)o->b.threads, cpu, r);
     r->retries = m1.retries - m0.retries;
     free(ws);
     return 0;
 }
 
-static double us(uint64_t ns) {
-    return (double)ns / 1000.0;
-}
-
 static void print_query(const query_opts *o, const query_result *r) {
     const char *mode = o->run_mode ? "run" : "acquire";
-    if (o->json) {
+    lat_summary op = lat_hist_summary(&r->op, 1000.0);
+    lat_summary wait = lat_hist_summary(&r->wait, 1000.0);
+    if (o->b.json) {
         printf("{\"bench\":\"query\",\"impl\":\"tether\",\"mode\":\"%s\","
                "\"threads\":%d,\"pool\":%d,\"seconds\":%g,"
                "\"ops_per_sec\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
                "\"max_us\":%.1f,\"errors\":%llu,\"retries\":%llu,"
                "\"p50_wait_us\":%.1f,\"p99_wait_us\":%.1f,"
                "\"max_wait_us\":%.1f,\"cpu_us_per_op\":%.2f}\n",
-               mode, o->threads, r->pool, (double)o->seconds_ms / 1000.0,
-               r->ops_per_sec, us(qh_pct(&r->op, 50)), us(qh_pct(&r->op, 99)),
-               us(r->op.max), (unsigned long long)r->errors,
-               (unsigned long long)r->retries, us(qh_pct(&r->wait, 50)),
-               us(qh_pct(&r->wait, 99)), us(r->wait.max), r->cpu_us_per_op);
+               mode, o->b.threads, r->pool, (double)o->b.seconds_ms / 1000.0,
+               r->ops_per_sec, op.p50, op.p99, op.max,
+               (unsigned long long)r->errors, (unsigned long long)r->retries,
+               wait.p50, wait.p99, wait.max, r->cpu_us_per_op);
     } else {
         printf("query (tether, mode %s): %d threads, pool %d, %.1f s: "
                "%.0f SELECT 1/s (%llu ops)\n",
-               mode, o->threads, r->pool, r->secs, r->ops_per_sec,
+               mode, o->b.threads, r->pool, r->secs, r->ops_per_sec,
                (unsigned long long)r->ops);
         printf("  latency (%s): p50 %.1f us, p99 %.1f us, max %.1f us\n",
                o->run_mode ? "tether_pool_run" : "acquire+query+release",
-               us(qh_pct(&r->op, 50)), us(qh_pct(&r->op, 99)), us(r->op.max));
+               op.p50, op.p99, op.max);
         printf("  acquire wait: p50 %.1f us, p99 %.1f us, max %.1f us\n",
-               us(qh_pct(&r->wait, 50)), us(qh_pct(&r->wait, 99)),
-               us(r->wait.max));
+               wait.p50, wait.p99, wait.max);
         printf("  %llu errors, %llu retries; client CPU %.2f us per op\n",
                (unsigned long long)r->errors, (unsigned long long)r->retries,
                r->cpu_us_per_op);
@@ -369,47 +349,37 @@ static void query_usage(FILE *f) {
             "peers: bench/run-query.\n");
 }
 
-static int query_args(int argc, char **argv, query_opts *o) {
-    long long v;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val;
-        if (!strcmp(a, "--json")) {
-            o->json = 1;
-            continue;
-        }
-        if (!cli_opt_is(a, "--conninfo") && !cli_opt_is(a, "--threads") &&
-            !cli_opt_is(a, "--pool") && !cli_opt_is(a, "--seconds") &&
-            !cli_opt_is(a, "--mode"))
-            return cli_usage_error(CMD, "unknown option '%s'", a);
-        if (!(val = cli_value(CMD, argc, argv, &i)))
-            return CLI_USAGE;
-        if (cli_opt_is(a, "--conninfo")) {
-            if (!*val)
-                return cli_usage_error(CMD, "--conninfo must not be empty");
-            o->conninfo = val;
-        } else if (cli_opt_is(a, "--mode")) {
-            if (strcmp(val, "run") && strcmp(val, "acquire"))
-                return cli_usage_error(CMD,
-                                       "--mode: want run or acquire, "
-                                       "not '%s'",
-                                       val);
-            o->run_mode = !strcmp(val, "run");
-        } else if (cli_opt_is(a, "--seconds")) {
-            if (cli_parse_duration(CMD, "--seconds", val, &o->seconds_ms))
-                return CLI_USAGE;
-            if (o->seconds_ms <= 0)
-                return cli_usage_error(CMD, "--seconds must be > 0");
-        } else {
-            int threads = cli_opt_is(a, "--threads");
-            if (cli_parse_int(CMD, threads ? "--threads" : "--pool", val, 1,
-                              threads ? 4096 : 100000, &v))
-                return CLI_USAGE;
-            *(threads ? &o->threads : &o->pool) = (int)v;
-        }
+enum { OPT_CONNINFO = BENCH_OPT_OWN, OPT_MODE };
+
+static const struct option query_opts_table[] = {
+    BENCH_OPTIONS,
+    {"conninfo", required_argument, NULL, OPT_CONNINFO},
+    {"mode", required_argument, NULL, OPT_MODE},
+    {NULL, 0, NULL, 0}};
+
+/* The options with a word for a value: --conninfo, --mode. */
+static int take_text(query_opts *o, int opt, const char *v) {
+    if (opt == OPT_CONNINFO) {
+        if (!*v)
+            return cli_usage_error(CMD, "--conninfo must not be empty");
+        o->conninfo = v;
+    } else if (!strcmp(v, "run") || !strcmp(v, "acquire")) {
+        o->run_mode = !strcmp(v, "run");
+    } else {
+        return cli_usage_error(CMD,
+                               "bad value '%s' for --mode: want run or "
+                               "acquire",
+                               v);
     }
-    if (!o->conninfo)
-        return cli_usage_error(CMD, "--conninfo is required");
     return 0;
+}
+
+/* cli_opt_fn of bench query: its own options and the shared ones. */
+static int take_opt(void *ctx, int opt, const char *v) {
+    query_opts *o = ctx;
+    if (opt == OPT_CONNINFO || opt == OPT_MODE)
+        return take_text(o, opt, v);
+    return bench_take_opt(CMD, &o->b, opt, v);
 }
 
 /* argv[0] is "query"; the options follow. */
@@ -418,9 +388,11 @@ int cli_bench_query(int argc, char **argv) {
         query_usage(stdout);
         return CLI_OK;
     }
-    query_opts o = {NULL, 8, 8, 0, 1, 5000};
-    if (query_args(argc, argv, &o))
+    query_opts o = {{8, 8, 5000, 0}, NULL, 1};
+    if (cli_parse_opts(CMD, argc, argv, query_opts_table, take_opt, &o))
         return CLI_USAGE;
+    if (!o.conninfo)
+        return cli_usage_error(CMD, "--conninfo is required");
     query_result *r = malloc(sizeof(*r));
     if (!r || run_query(&o, r)) {
         free(r);

@@ -6,6 +6,7 @@
 #include "tether_pq.h"
 #include "tether_sim.h"
 
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -27,25 +28,77 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 /* cli_want_help returns 1 when argv holds -h or --help. */
 int cli_want_help(int argc, char **argv);
 
-/* cli_value returns the value of option argv[*i] ("--key v" or "--key=v"),
- * advancing *i, or NULL (with an error printed) when it is missing. */
-const char *cli_value(const char *cmd, int argc, char **argv, int *i);
+/* A subcommand's option handler: opt is the option's val in its struct
+ * option table, or 1 for an argument that is not an option; val is the
+ * option's value (NULL for a flag) or the argument. Returns 0, or CLI_USAGE
+ * with the error printed (cli_usage_error). */
+typedef int (*cli_opt_fn)(void *ctx, int opt, const char *val);
 
-/* cli_opt_is returns 1 when arg is "--name" or "--name=...". */
-int cli_opt_is(const char *arg, const char *name);
+/* cli_parse_opts reads argv (argv[0] the subcommand) with getopt_long and
+ * the long options opts (there are no short ones: -h and --help are the
+ * caller's, through cli_want_help), calling fn for each option and
+ * argument in order. An unknown or ambiguous option, a missing value (also
+ * "--a --b", where --a takes a value) and a value given to a flag are
+ * printed as usage errors naming the option. Returns 0, or CLI_USAGE. */
+int cli_parse_opts(const char *cmd, int argc, char **argv,
+                   const struct option *opts, cli_opt_fn fn, void *ctx);
 
-/* cli_parse_int parses a whole decimal integer within [lo, hi]. */
+/* cli_parse_int parses a whole decimal integer within [lo, hi]; else it
+ * prints "bad value 'TEXT' for OPT: ..." and returns -1. */
 int cli_parse_int(const char *cmd, const char *opt, const char *text,
                   long long lo, long long hi, long long *out);
 
+/* The longest duration an option takes: 30 days (so that sums of
+ * durations cannot overflow, and simulations end). */
+#define CLI_MAX_DURATION_MS (30LL * 24 * 3600 * 1000)
+
+/* cli_parse_count is cli_parse_int into an int; returns 0 or CLI_USAGE,
+ * as a cli_opt_fn does. */
+int cli_parse_count(const char *cmd, const char *opt, const char *text, int lo,
+                    int hi, int *out);
+
 /* cli_parse_duration parses a duration with unit (ms, s, m, h), or a bare
- * number of seconds, into milliseconds. */
+ * number of seconds, into milliseconds, at most CLI_MAX_DURATION_MS. */
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
                        int64_t *ms);
+
+/* cli_parse_seconds parses --seconds: a duration (as cli_parse_duration)
+ * greater than zero. */
+int cli_parse_seconds(const char *cmd, const char *text, int64_t *ms);
 
 /* cli_json_str prints s (NULL: "") as a JSON string: quotes, backslashes
  * and control bytes escaped. */
 void cli_json_str(const char *s);
+
+/* What `tether bench cycle` and `tether bench query` share (bench.c). */
+typedef struct bench_opts {
+    int threads, pool;
+    int64_t seconds_ms;
+    int json;
+} bench_opts;
+
+/* Their shared options' vals; a benchmark's own ones start at BENCH_OPT_OWN.
+ */
+enum {
+    BENCH_OPT_THREADS = 256,
+    BENCH_OPT_POOL,
+    BENCH_OPT_SECONDS,
+    BENCH_OPT_JSON,
+    BENCH_OPT_OWN
+};
+
+/* The shared options, for a struct option table. */
+/* clang-format off */
+#define BENCH_OPTIONS                                                         \
+    {"threads", required_argument, NULL, BENCH_OPT_THREADS},                  \
+    {"pool", required_argument, NULL, BENCH_OPT_POOL},                        \
+    {"seconds", required_argument, NULL, BENCH_OPT_SECONDS},                  \
+    {"json", no_argument, NULL, BENCH_OPT_JSON}
+/* clang-format on */
+
+/* bench_take_opt is a cli_opt_fn (of command cmd) for the shared options;
+ * any other opt is an unexpected argument. */
+int bench_take_opt(const char *cmd, bench_opts *b, int opt, const char *v);
 
 int cli_plan(int argc, char **argv);
 int cli_sim(int argc, char **argv);

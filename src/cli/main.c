@@ -1,6 +1,7 @@
 /* main.c - the tether command: subcommand dispatch and shared helpers. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -42,20 +43,69 @@ int cli_want_help(int argc, char **argv) {
     return 0;
 }
 
-int cli_opt_is(const char *arg, const char *name) {
-    size_t n = strlen(name);
-    return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
+/* The long option of opts whose val is val, or NULL. */
+static const struct option *opt_by_val(const struct option *opts, int val) {
+    for (; opts->name; opts++)
+        if (!opts->flag && opts->val == val)
+            return opts;
+    return NULL;
 }
 
-const char *cli_value(const char *cmd, int argc, char **argv, int *i) {
-    const char *eq = strchr(argv[*i], '=');
-    if (eq)
-        return eq + 1;
-    if (*i + 1 >= argc) {
-        cli_usage_error(cmd, "option %s needs a value", argv[*i]);
-        return NULL;
+/* How many long options of opts begin with the n characters of name. */
+static int opts_matching(const struct option *opts, const char *name,
+                         size_t n) {
+    int k = 0;
+    for (; opts->name; opts++)
+        k += !strncmp(opts->name, name, n);
+    return k;
+}
+
+/* Prints what getopt_long's result c (':' or '?') for argv element arg
+ * means; returns CLI_USAGE. */
+static int opt_error(const char *cmd, const struct option *opts, int c,
+                     const char *arg) {
+    const struct option *o = opt_by_val(opts, optopt);
+    if (c == ':')
+        return cli_usage_error(cmd, "option --%s needs a value",
+                               o ? o->name : arg + 2);
+    if (strncmp(arg, "--", 2) != 0)
+        return cli_usage_error(cmd, "unknown option '-%c'",
+                               optopt ? optopt : '?');
+    if (o && optopt && strchr(arg, '='))
+        return cli_usage_error(cmd, "option --%s takes no value, not '%s'",
+                               o->name, arg);
+    size_t n = strcspn(arg + 2, "=");
+    if (opts_matching(opts, arg + 2, n) > 1)
+        return cli_usage_error(cmd, "ambiguous option '%.*s'", (int)n + 2, arg);
+    return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+int cli_parse_opts(const char *cmd, int argc, char **argv,
+                   const struct option *opts, cli_opt_fn fn, void *ctx) {
+    optind = 0; /* start afresh (glibc, musl) */
+    opterr = 0; /* errors are reported by opt_error */
+    for (;;) {
+        int at = optind ? optind : 1; /* the element being read */
+        int c = getopt_long(argc, argv, "-:", opts, NULL);
+        if (c == -1)
+            break;
+        if (c == ':' || c == '?')
+            return opt_error(cmd, opts, c, argv[at]);
+        /* "--pool --seconds 1": --pool's value is missing, not "--seconds" */
+        if (c != 1 && optarg && optarg == argv[optind - 1] &&
+            !strncmp(optarg, "--", 2))
+            return cli_usage_error(cmd, "option --%s needs a value, not '%s'",
+                                   opt_by_val(opts, c)->name, optarg);
+        int rc = fn(ctx, c, optarg);
+        if (rc)
+            return rc;
     }
-    return argv[++*i];
+    for (int i = optind; i < argc; i++) { /* the arguments after "--" */
+        int rc = fn(ctx, 1, argv[i]);
+        if (rc)
+            return rc;
+    }
+    return 0;
 }
 
 int cli_parse_int(const char *cmd, const char *opt, const char *text,
@@ -63,7 +113,9 @@ int cli_parse_int(const char *cmd, const char *opt, const char *text,
     char *end;
     errno = 0;
     long long v = strtoll(text, &end, 10);
-    if (!*text || *end || errno == ERANGE || v < lo || v > hi) {
+    /* strtoll would also take leading blanks and a '+' */
+    if (!(isdigit((unsigned char)*text) || *text == '-') || *end ||
+        errno == ERANGE || v < lo || v > hi) {
         cli_usage_error(cmd,
                         "bad value '%s' for %s: want an integer in "
                         "[%lld, %lld]",
@@ -74,20 +126,47 @@ int cli_parse_int(const char *cmd, const char *opt, const char *text,
     return 0;
 }
 
+int cli_parse_count(const char *cmd, const char *opt, const char *text, int lo,
+                    int hi, int *out) {
+    long long v;
+    if (cli_parse_int(cmd, opt, text, lo, hi, &v))
+        return CLI_USAGE;
+    *out = (int)v;
+    return 0;
+}
+
 int cli_parse_duration(const char *cmd, const char *opt, const char *text,
                        int64_t *ms) {
     char *end;
+    int64_t v = -1;
     errno = 0;
     long long secs = strtoll(text, &end, 10);
-    if (*text && !*end && errno == 0 && secs >= 0 && secs <= INT64_MAX / 1000) {
-        *ms = secs * 1000; /* a bare number is seconds */
+    if (isdigit((unsigned char)*text) && !*end && errno == 0 &&
+        secs <= CLI_MAX_DURATION_MS / 1000)
+        v = secs * 1000; /* a bare number is seconds */
+    else if (tether_duration_parse(text, &v) != 0)
+        v = -1;
+    if (v >= 0 && v <= CLI_MAX_DURATION_MS) {
+        *ms = v;
         return 0;
     }
-    if (tether_duration_parse(text, ms) == 0)
-        return 0;
-    cli_usage_error(cmd, "bad duration '%s' for %s: want e.g. 500ms, 15s, 2m",
+    cli_usage_error(cmd,
+                    "bad duration '%s' for %s: want e.g. 500ms, 15s, 2m "
+                    "(at most 30 days)",
                     text, opt);
     return -1;
+}
+
+int cli_parse_seconds(const char *cmd, const char *text, int64_t *ms) {
+    int64_t v;
+    if (cli_parse_duration(cmd, "--seconds", text, &v))
+        return -1;
+    if (v <= 0) {
+        cli_usage_error(cmd, "bad value '%s' for --seconds: must be > 0", text);
+        return -1;
+    }
+    *ms = v;
+    return 0;
 }
 
 void cli_json_str(const char *s) {

@@ -94,70 +94,76 @@ static void usage(FILE *f) {
 
 /* ---- option parsing ---------------------------------------------------- */
 
-/* Stores the value of a known option with a value; 1 if arg is none. */
-static int take_value(plan *p, const char *arg, const char *v) {
-    if (cli_opt_is(arg, "--strategy"))
-        p->strategy = v;
-    else if (cli_opt_is(arg, "--login-timeout"))
-        p->login = v;
-    else if (cli_opt_is(arg, "--hosts"))
-        p->hosts_arg = v;
-    else if (cli_opt_is(arg, "--ports"))
-        p->ports_arg = v;
-    else if (cli_opt_is(arg, "--spec"))
-        p->spec = v;
-    else
-        return 1;
-    return 0;
-}
+enum {
+    OPT_STRATEGY = 256,
+    OPT_LOGIN,
+    OPT_HOSTS,
+    OPT_PORTS,
+    OPT_SPEC,
+    OPT_SEED,
+    OPT_ROUNDS,
+    OPT_FAIL_AFTER,
+    OPT_JSON
+};
 
-static int take_number(plan *p, const char *arg, const char *v) {
+static const struct option plan_opts[] = {
+    {"strategy", required_argument, NULL, OPT_STRATEGY},
+    {"login-timeout", required_argument, NULL, OPT_LOGIN},
+    {"hosts", required_argument, NULL, OPT_HOSTS},
+    {"ports", required_argument, NULL, OPT_PORTS},
+    {"spec", required_argument, NULL, OPT_SPEC},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"rounds", required_argument, NULL, OPT_ROUNDS},
+    {"fail-after", required_argument, NULL, OPT_FAIL_AFTER},
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0}};
+
+/* The options that take a number (checked here) or a duration. */
+static int take_number(plan *p, int opt, const char *v) {
     long long n;
-    if (cli_opt_is(arg, "--seed")) {
+    if (opt == OPT_SEED) {
         if (cli_parse_int(CMD, "--seed", v, 0, INT64_MAX, &n))
-            return -1;
+            return CLI_USAGE;
         p->seed = (uint64_t)n;
-    } else if (cli_opt_is(arg, "--rounds")) {
+    } else if (opt == OPT_ROUNDS) {
         if (cli_parse_int(CMD, "--rounds", v, 1, MAX_ROUNDS, &p->rounds))
-            return -1;
+            return CLI_USAGE;
         p->rounds_given = 1;
-    } else if (cli_opt_is(arg, "--fail-after")) {
-        if (cli_parse_duration(CMD, "--fail-after", v, &p->fail_after))
-            return -1;
-    } else {
-        return 1;
+    } else if (cli_parse_duration(CMD, "--fail-after", v, &p->fail_after)) {
+        return CLI_USAGE;
     }
     return 0;
 }
 
-static int is_valued(const char *arg) {
-    static const char *const names[] = {
-        "--strategy", "--login-timeout", "--hosts",  "--ports",
-        "--spec",     "--seed",          "--rounds", "--fail-after"};
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-        if (cli_opt_is(arg, names[i]))
-            return 1;
-    return 0;
-}
-
-static int parse_args(plan *p, int argc, char **argv) {
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "--json")) {
-            p->json = 1;
-            continue;
-        }
-        if (strncmp(arg, "--", 2) != 0)
-            return cli_usage_error(CMD, "unexpected argument '%s'", arg);
-        if (!is_valued(arg))
-            return cli_usage_error(CMD, "unknown option '%s'", arg);
-        const char *v = cli_value(CMD, argc, argv, &i);
-        if (!v)
-            return CLI_USAGE;
-        if (take_value(p, arg, v) && take_number(p, arg, v))
-            return CLI_USAGE;
+/* cli_opt_fn: the text options are checked once all are read. */
+static int take_opt(void *ctx, int opt, const char *v) {
+    plan *p = ctx;
+    switch (opt) {
+    case OPT_STRATEGY:
+        p->strategy = v;
+        return 0;
+    case OPT_LOGIN:
+        p->login = v;
+        return 0;
+    case OPT_HOSTS:
+        p->hosts_arg = v;
+        return 0;
+    case OPT_PORTS:
+        p->ports_arg = v;
+        return 0;
+    case OPT_SPEC:
+        p->spec = v;
+        return 0;
+    case OPT_JSON:
+        p->json = 1;
+        return 0;
+    case OPT_SEED:
+    case OPT_ROUNDS:
+    case OPT_FAIL_AFTER:
+        return take_number(p, opt, v);
+    default:
+        return cli_usage_error(CMD, "unexpected argument '%s'", v);
     }
-    return 0;
 }
 
 /* ---- hosts and ports --------------------------------------------------- */
@@ -514,7 +520,7 @@ int cli_plan(int argc, char **argv) {
     plan p;
     memset(&p, 0, sizeof(p));
     p.fail_after = -1;
-    int rc = parse_args(&p, argc, argv);
+    int rc = cli_parse_opts(CMD, argc, argv, plan_opts, take_opt, &p);
     if (!rc)
         rc = configure(&p);
     if (!rc)

@@ -48,22 +48,55 @@ static void probe_usage(FILE *f) {
                "outcome. Exit status 0 when connected.\n");
 }
 
+enum { OPT_JSON = 256 };
+
+static const struct option probe_opts[] = {
+    {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
+
+/* cli_opt_fn: --json, and the one connection string. */
+static int take_opt(void *ctx, int opt, const char *v) {
+    const char **conninfo = ctx;
+    if (opt == OPT_JSON)
+        json_mode = 1;
+    else if (*conninfo)
+        return cli_usage_error("probe",
+                               "one connection string only, not "
+                               "also '%s'",
+                               v);
+    else
+        *conninfo = v;
+    return 0;
+}
+
+/* The outcome of the connect call that returned rc. */
+static void print_outcome(int rc, const tether_error *err) {
+    if (json_mode) {
+        printf("{\"outcome\":\"%s\",\"attempts\":%d,\"elapsed_ms\":%lld,"
+               "\"error\":",
+               rc ? "fail" : "ok", err->attempts, (long long)err->elapsed_ms);
+        cli_json_str(rc ? tether_errname(rc) : "");
+        printf(",\"class\":\"%s\",\"message\":",
+               tether_class_name(rc ? err->cls : TETHER_CLASS_NONE));
+        cli_json_str(rc ? err->message : "");
+        printf("}\n");
+    } else if (rc) {
+        printf("failed after %d attempts, %lld ms: %s (%s)\n", err->attempts,
+               (long long)err->elapsed_ms, err->message,
+               tether_class_name(err->cls));
+    } else {
+        printf("connected after %d attempts, %lld ms\n", err->attempts,
+               (long long)err->elapsed_ms);
+    }
+}
+
 int cli_probe(int argc, char **argv) {
     const char *conninfo = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-            probe_usage(stdout);
-            return CLI_OK;
-        }
-        if (!strcmp(argv[i], "--json"))
-            json_mode = 1;
-        else if (argv[i][0] == '-' && argv[i][1] == '-')
-            return cli_usage_error("probe", "unknown option '%s'", argv[i]);
-        else if (conninfo)
-            return cli_usage_error("probe", "one connection string only");
-        else
-            conninfo = argv[i];
+    if (cli_want_help(argc, argv)) {
+        probe_usage(stdout);
+        return CLI_OK;
     }
+    if (cli_parse_opts("probe", argc, argv, probe_opts, take_opt, &conninfo))
+        return CLI_USAGE;
     if (!conninfo)
         return cli_usage_error("probe", "a connection string is required");
     tether_connector_opts o;
@@ -78,23 +111,7 @@ int cli_probe(int argc, char **argv) {
     }
     void *h = NULL;
     int rc = tether_connector_connect(c, &h, &err);
-    if (json_mode) {
-        printf("{\"outcome\":\"%s\",\"attempts\":%d,\"elapsed_ms\":%lld,"
-               "\"error\":",
-               rc ? "fail" : "ok", err.attempts, (long long)err.elapsed_ms);
-        cli_json_str(rc ? tether_errname(rc) : "");
-        printf(",\"class\":\"%s\",\"message\":",
-               tether_class_name(rc ? err.cls : TETHER_CLASS_NONE));
-        cli_json_str(rc ? err.message : "");
-        printf("}\n");
-    } else if (rc) {
-        printf("failed after %d attempts, %lld ms: %s (%s)\n", err.attempts,
-               (long long)err.elapsed_ms, err.message,
-               tether_class_name(err.cls));
-    } else {
-        printf("connected after %d attempts, %lld ms\n", err.attempts,
-               (long long)err.elapsed_ms);
-    }
+    print_outcome(rc, &err);
     tether_connector_close(c, h);
     tether_connector_destroy(c);
     return rc ? CLI_FAIL : CLI_OK;

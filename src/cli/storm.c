@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CMD "sim storm"
+
 typedef enum { POLICY_BACKOFF, POLICY_SCHEDULE } policy_kind;
 
 typedef struct storm_params {
@@ -264,44 +266,58 @@ static void storm_usage(FILE *f) {
             "defaults: --clients 10000 --down 30 --capacity 500 --seed 1\n");
 }
 
-static int storm_args(int argc, char **argv, storm_params *p,
-                      const char **strategies, int *json) {
-    long long v;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *val = NULL;
-        if (!strcmp(a, "--json")) {
-            *json = 1;
-            continue;
-        }
-        if (cli_opt_is(a, "--clients") || cli_opt_is(a, "--down") ||
-            cli_opt_is(a, "--capacity") || cli_opt_is(a, "--strategy") ||
-            cli_opt_is(a, "--seed")) {
-            if (!(val = cli_value("sim storm", argc, argv, &i)))
-                return -1;
-        } else {
-            cli_usage_error("sim storm", "unknown option '%s'", a);
-            return -1;
-        }
-        if (cli_opt_is(a, "--clients")) {
-            if (cli_parse_int("sim storm", "--clients", val, 1, 1000000, &v))
-                return -1;
-            p->clients = (int)v;
-        } else if (cli_opt_is(a, "--capacity")) {
-            if (cli_parse_int("sim storm", "--capacity", val, 1, 100000000, &v))
-                return -1;
-            p->capacity = (int)v;
-        } else if (cli_opt_is(a, "--seed")) {
-            if (cli_parse_int("sim storm", "--seed", val, 0, INT64_MAX, &v))
-                return -1;
-            p->seed = (uint64_t)v;
-        } else if (cli_opt_is(a, "--down")) {
-            if (cli_parse_duration("sim storm", "--down", val, &p->down_ms))
-                return -1;
-        } else {
-            *strategies = val;
-        }
+enum {
+    OPT_CLIENTS = 256,
+    OPT_DOWN,
+    OPT_CAPACITY,
+    OPT_STRATEGY,
+    OPT_SEED,
+    OPT_JSON
+};
+
+static const struct option storm_opts[] = {
+    {"clients", required_argument, NULL, OPT_CLIENTS},
+    {"down", required_argument, NULL, OPT_DOWN},
+    {"capacity", required_argument, NULL, OPT_CAPACITY},
+    {"strategy", required_argument, NULL, OPT_STRATEGY},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"json", no_argument, NULL, OPT_JSON},
+    {NULL, 0, NULL, 0}};
+
+/* What the options set: the model, the strategy list, the output form. */
+typedef struct storm_args {
+    storm_params p;
+    const char *strategies; /* NULL: all */
+    int json;
+} storm_args;
+
+/* cli_opt_fn: the numbers are checked here, the strategies later. */
+static int take_opt(void *ctx, int opt, const char *v) {
+    storm_args *a = ctx;
+    long long n;
+    switch (opt) {
+    case OPT_CLIENTS:
+        return cli_parse_count(CMD, "--clients", v, 1, 1000000, &a->p.clients);
+    case OPT_CAPACITY:
+        return cli_parse_count(CMD, "--capacity", v, 1, 100000000,
+                               &a->p.capacity);
+    case OPT_SEED:
+        if (cli_parse_int(CMD, "--seed", v, 0, INT64_MAX, &n))
+            return CLI_USAGE;
+        a->p.seed = (uint64_t)n;
+        return 0;
+    case OPT_DOWN:
+        return cli_parse_duration(CMD, "--down", v, &a->p.down_ms) ? CLI_USAGE
+                                                                   : 0;
+    case OPT_STRATEGY:
+        a->strategies = v;
+        return 0;
+    case OPT_JSON:
+        a->json = 1;
+        return 0;
+    default:
+        return cli_usage_error(CMD, "unexpected argument '%s'", v);
     }
-    return 0;
 }
 
 static int known_strategy(const char *name, size_t len) {
@@ -325,7 +341,7 @@ static int pick_strategies(const char *list, int *pick, int *n) {
         size_t len = strcspn(s, ",");
         int k = known_strategy(s, len);
         if (k < 0 || *n >= NSTRATEGIES) {
-            cli_usage_error("sim storm",
+            cli_usage_error(CMD,
                             "unknown strategy '%.*s' for --strategy (want "
                             "nojitter, full, equal, decorrelated, streaming "
                             "or default)",
@@ -339,32 +355,36 @@ static int pick_strategies(const char *list, int *pick, int *n) {
     }
 }
 
+static void print_header(const storm_params *p) {
+    printf("reconnect storm: %d clients, server down %.1f s, then %d "
+           "attempts/s admitted (limit: all connected %.1f s after "
+           "recovery)\n\n%-13s %14s %10s %9s %13s %9s\n",
+           p->clients, p->down_ms / 1000.0, p->capacity,
+           (double)p->clients / p->capacity, "strategy", "total_attempts",
+           "peak/s", "peak/cap", "all_conn_s", "connected");
+}
+
 static int cli_storm(int argc, char **argv) {
     if (cli_want_help(argc, argv)) {
         storm_usage(stdout);
         return CLI_OK;
     }
-    storm_params p = {10000, 30000, 500, 0, 1};
-    const char *list = NULL;
-    int json = 0, pick[NSTRATEGIES], n;
-    if (storm_args(argc, argv, &p, &list, &json) ||
-        pick_strategies(list, pick, &n))
+    storm_args a = {{10000, 30000, 500, 0, 1}, NULL, 0};
+    int pick[NSTRATEGIES], n;
+    if (cli_parse_opts(CMD, argc, argv, storm_opts, take_opt, &a) ||
+        pick_strategies(a.strategies, pick, &n))
         return CLI_USAGE;
+    storm_params p = a.p;
     p.horizon_ms = p.down_ms + 3600 * 1000LL;
-    if (!json)
-        printf("reconnect storm: %d clients, server down %.1f s, then %d "
-               "attempts/s admitted (limit: all connected %.1f s after "
-               "recovery)\n\n%-13s %14s %10s %9s %13s %9s\n",
-               p.clients, p.down_ms / 1000.0, p.capacity,
-               (double)p.clients / p.capacity, "strategy", "total_attempts",
-               "peak/s", "peak/cap", "all_conn_s", "connected");
+    if (!a.json)
+        print_header(&p);
     for (int i = 0; i < n; i++) {
         storm_result r;
         if (storm_run(strategy_names[pick[i]], &p, &r)) {
-            fprintf(stderr, "tether sim storm: out of memory\n");
+            fprintf(stderr, "tether " CMD ": out of memory\n");
             return CLI_FAIL;
         }
-        print_result(&r, &p, json);
+        print_result(&r, &p, a.json);
         fflush(stdout);
     }
     return CLI_OK;
@@ -372,8 +392,9 @@ static int cli_storm(int argc, char **argv) {
 
 int cli_sim(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-        printf(
-            "usage: tether sim storm [OPTIONS]   (tether sim storm --help)\n");
+        fprintf(argc < 2 ? stderr : stdout,
+                "usage: tether sim storm [OPTIONS]   (tether sim storm "
+                "--help)\n");
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "storm"))
