@@ -248,22 +248,22 @@ static void print_result(const storm_result *r, const storm_params *p,
 }
 
 static void storm_usage(FILE *f) {
-    fprintf(f,
-            "usage: tether sim storm --clients N --down S --capacity C\n"
-            "                        [--strategy X[,Y...]] [--seed N] "
-            "[--json]\n\n"
-            "N clients lose their server at t=0; it is down for S seconds "
-            "(a duration,\nbare numbers are seconds), then admits at most C "
-            "connection attempts per\nsecond and refuses the rest as "
-            "overloaded. Prints, per strategy, the total\nattempts, the peak "
-            "attempts in any one second after recovery, the time the\nlast "
-            "client connected (seconds from t=0) and how many connected "
-            "within\nthe horizon (down + 1 h).\n\n"
-            "strategies: nojitter full equal decorrelated (exponential 1 s "
-            "x2 to 60 s),\n            streaming (seed 003), default "
-            "(tether's reconnect policy); all\n            of them when "
-            "--strategy is absent.\n"
-            "defaults: --clients 10000 --down 30 --capacity 500 --seed 1\n");
+    fprintf(
+        f, "usage: tether sim storm --clients N --down S --capacity C\n"
+           "                        [--strategy X[,Y...]] [--seed N] "
+           "[--json]\n\n"
+           "N clients lose their server at t=0; it is down for S seconds "
+           "(a duration,\nbare numbers are seconds), then admits at most C "
+           "connection attempts per\nsecond and refuses the rest as "
+           "overloaded. Prints, per strategy, the total\nattempts, the peak "
+           "attempts in any one second after recovery, the time the\nlast "
+           "client connected (seconds from t=0) and how many connected "
+           "within\nthe horizon (down + 1 h).\n\n"
+           "strategies: nojitter full equal decorrelated (exponential 1 s "
+           "x2 to 60 s),\n            streaming (random 1-5 s, then doubling "
+           "to 60 s), default (tether's\n            reconnect policy); all of "
+           "them when --strategy is absent.\n"
+           "defaults: --clients 10000 --down 30 --capacity 500 --seed 1\n");
 }
 
 enum {
