@@ -12,7 +12,8 @@
  *   - options structs are filled with defaults by their *_init function;
  *     every default is documented beside its field;
  *   - options and metrics structs start with size_t size, which *_init and
- *     the *_get functions set from the caller's sizeof (they are macros), so
+ *     the *_get functions set to the struct's sizeof as the caller was
+ *     compiled (they are macros), so
  *     a program keeps working with a later libtether whose structs have
  *     grown (docs/api-stability.md);
  *   - durations in options are milliseconds (int64_t); clocks count
@@ -229,11 +230,12 @@ typedef struct tether_backoff_opts {
 } tether_backoff_opts;
 
 /* tether_backoff_opts_init fills o with the documented defaults and sets
- * o->size (a macro: it passes the sizeof *o the caller was built with). */
+ * o->size (a macro: it passes the struct's sizeof as the caller was
+ * compiled). */
 TETHER_API void tether_backoff_opts_init_sized(tether_backoff_opts *o,
                                                size_t size);
 #define tether_backoff_opts_init(o)                                            \
-    tether_backoff_opts_init_sized((o), sizeof *(o))
+    tether_backoff_opts_init_sized((o), sizeof(tether_backoff_opts))
 
 /* tether_backoff_preset fills o with a named preset: "grpc" (1 s, x1.6,
  * +-20 %, cap 120 s), "blocking-period" (5 s doubling to 60 s, no jitter),
@@ -244,7 +246,7 @@ TETHER_API int tether_backoff_preset_sized(const char *name,
                                            tether_backoff_opts *o, size_t size,
                                            tether_error *err);
 #define tether_backoff_preset(name, o, err)                                    \
-    tether_backoff_preset_sized((name), (o), sizeof *(o), (err))
+    tether_backoff_preset_sized((name), (o), sizeof(tether_backoff_opts), (err))
 
 /* tether_backoff_validate checks o; on failure names the bad field. */
 TETHER_API int tether_backoff_validate(const tether_backoff_opts *o,
@@ -323,11 +325,12 @@ typedef struct tether_schedule_opts {
 } tether_schedule_opts;
 
 /* tether_schedule_opts_init fills o with the documented defaults and sets
- * o->size (a macro: it passes the sizeof *o the caller was built with). */
+ * o->size (a macro: it passes the struct's sizeof as the caller was
+ * compiled). */
 TETHER_API void tether_schedule_opts_init_sized(tether_schedule_opts *o,
                                                 size_t size);
 #define tether_schedule_opts_init(o)                                           \
-    tether_schedule_opts_init_sized((o), sizeof *(o))
+    tether_schedule_opts_init_sized((o), sizeof(tether_schedule_opts))
 
 typedef enum tether_step_kind {
     TETHER_STEP_ATTEMPT = 0, /* connect to host/port within budget_ms */
@@ -390,11 +393,12 @@ typedef struct tether_budget_opts {
 } tether_budget_opts;
 
 /* tether_budget_opts_init fills o with the documented defaults and sets
- * o->size (a macro: it passes the sizeof *o the caller was built with). */
+ * o->size (a macro: it passes the struct's sizeof as the caller was
+ * compiled). */
 TETHER_API void tether_budget_opts_init_sized(tether_budget_opts *o,
                                               size_t size);
 #define tether_budget_opts_init(o)                                             \
-    tether_budget_opts_init_sized((o), sizeof *(o))
+    tether_budget_opts_init_sized((o), sizeof(tether_budget_opts))
 
 /* A token bucket keeping retries a bounded share of traffic to one target.
  * Thread-safe (lock-free). */
@@ -462,11 +466,12 @@ typedef struct tether_breaker_opts {
 } tether_breaker_opts;
 
 /* tether_breaker_opts_init fills o with the documented defaults and sets
- * o->size (a macro: it passes the sizeof *o the caller was built with). */
+ * o->size (a macro: it passes the struct's sizeof as the caller was
+ * compiled). */
 TETHER_API void tether_breaker_opts_init_sized(tether_breaker_opts *o,
                                                size_t size);
 #define tether_breaker_opts_init(o)                                            \
-    tether_breaker_opts_init_sized((o), sizeof *(o))
+    tether_breaker_opts_init_sized((o), sizeof(tether_breaker_opts))
 
 /* tether_breaker_preset fills o with a named preset: "blocking-period"
  * (SqlClient's pool blocking period: open on the first failure for 5 s,
@@ -475,7 +480,7 @@ TETHER_API int tether_breaker_preset_sized(const char *name,
                                            tether_breaker_opts *o, size_t size,
                                            tether_error *err);
 #define tether_breaker_preset(name, o, err)                                    \
-    tether_breaker_preset_sized((name), (o), sizeof *(o), (err))
+    tether_breaker_preset_sized((name), (o), sizeof(tether_breaker_opts), (err))
 
 /* A circuit breaker. Thread-safe. */
 typedef struct tether_breaker tether_breaker;
@@ -581,9 +586,11 @@ typedef struct tether_retry_opts {
 } tether_retry_opts;
 
 /* tether_retry_opts_init fills o with the documented defaults and sets
- * o->size (a macro: it passes the sizeof *o the caller was built with). */
+ * o->size (a macro: it passes the struct's sizeof as the caller was
+ * compiled). */
 TETHER_API void tether_retry_opts_init_sized(tether_retry_opts *o, size_t size);
-#define tether_retry_opts_init(o) tether_retry_opts_init_sized((o), sizeof *(o))
+#define tether_retry_opts_init(o)                                              \
+    tether_retry_opts_init_sized((o), sizeof(tether_retry_opts))
 
 /* tether_classify_default classifies by err->cls when set, else by code:
  * ETIMEDOUT, ECONNECT, EBROKEN, EIO, ERESOLVE, ECONFLICT are transient;
@@ -658,7 +665,7 @@ TETHER_API void tether_retry_stats_get_sized(const tether_retry *r,
                                              tether_retry_stats *out,
                                              size_t size);
 #define tether_retry_stats_get(r, out)                                         \
-    tether_retry_stats_get_sized((r), (out), sizeof *(out))
+    tether_retry_stats_get_sized((r), (out), sizeof(tether_retry_stats))
 
 /* ------------------------------------------------------------------------ */
 /* Policy specifications                                                    */
@@ -675,7 +682,7 @@ TETHER_API int tether_retry_opts_parse_sized(const char *spec,
                                              tether_retry_opts *o, size_t size,
                                              tether_error *err);
 #define tether_retry_opts_parse(spec, o, err)                                  \
-    tether_retry_opts_parse_sized((spec), (o), sizeof *(o), (err))
+    tether_retry_opts_parse_sized((spec), (o), sizeof(tether_retry_opts), (err))
 
 /* tether_breaker_opts_parse parses a breaker spec such as
  * "breaker ratio=0.5 window=30s min=20 open=5s max-open=60s" or
@@ -684,7 +691,8 @@ TETHER_API int tether_breaker_opts_parse_sized(const char *spec,
                                                tether_breaker_opts *o,
                                                size_t size, tether_error *err);
 #define tether_breaker_opts_parse(spec, o, err)                                \
-    tether_breaker_opts_parse_sized((spec), (o), sizeof *(o), (err))
+    tether_breaker_opts_parse_sized((spec), (o), sizeof(tether_breaker_opts),  \
+                                    (err))
 
 /* tether_budget_opts_parse parses "budget tokens=500 cost=5
  * timeout-cost=10 refund=1". */
@@ -692,7 +700,8 @@ TETHER_API int tether_budget_opts_parse_sized(const char *spec,
                                               tether_budget_opts *o,
                                               size_t size, tether_error *err);
 #define tether_budget_opts_parse(spec, o, err)                                 \
-    tether_budget_opts_parse_sized((spec), (o), sizeof *(o), (err))
+    tether_budget_opts_parse_sized((spec), (o), sizeof(tether_budget_opts),    \
+                                   (err))
 
 /* tether_duration_parse parses "250ms", "15s", "2m", "1h" (also "0", and
  * "1.5s" when it is a whole number of ms; no surrounding whitespace) into
@@ -794,11 +803,12 @@ typedef struct tether_connector_opts {
 } tether_connector_opts;
 
 /* tether_connector_opts_init fills o with the documented defaults and sets
- * o->size (a macro: it passes the sizeof *o the caller was built with). */
+ * o->size (a macro: it passes the struct's sizeof as the caller was
+ * compiled). */
 TETHER_API void tether_connector_opts_init_sized(tether_connector_opts *o,
                                                  size_t size);
 #define tether_connector_opts_init(o)                                          \
-    tether_connector_opts_init_sized((o), sizeof *(o))
+    tether_connector_opts_init_sized((o), sizeof(tether_connector_opts))
 
 /* A connector: endpoints, a strategy, a role target and a host-state cache.
  * Thread-safe: many threads may connect through one connector. */
@@ -892,9 +902,11 @@ typedef struct tether_pool_opts {
 } tether_pool_opts;
 
 /* tether_pool_opts_init fills o with the documented defaults and sets
- * o->size (a macro: it passes the sizeof *o the caller was built with). */
+ * o->size (a macro: it passes the struct's sizeof as the caller was
+ * compiled). */
 TETHER_API void tether_pool_opts_init_sized(tether_pool_opts *o, size_t size);
-#define tether_pool_opts_init(o) tether_pool_opts_init_sized((o), sizeof *(o))
+#define tether_pool_opts_init(o)                                               \
+    tether_pool_opts_init_sized((o), sizeof(tether_pool_opts))
 
 /* A connection pool. Thread-safe. */
 typedef struct tether_pool tether_pool;
@@ -1015,7 +1027,7 @@ TETHER_API void tether_pool_metrics_get_sized(tether_pool *p,
                                               tether_pool_metrics *out,
                                               size_t size);
 #define tether_pool_metrics_get(p, out)                                        \
-    tether_pool_metrics_get_sized((p), (out), sizeof *(out))
+    tether_pool_metrics_get_sized((p), (out), sizeof(tether_pool_metrics))
 
 /* tether_pool_bytes_per_conn returns the bytes of pool bookkeeping each
  * connection costs (its slot; the pool's fixed part is not counted). */
@@ -1045,11 +1057,12 @@ typedef struct tether_registry_opts {
 } tether_registry_opts;
 
 /* tether_registry_opts_init fills o with the documented defaults and sets
- * o->size (a macro: it passes the sizeof *o the caller was built with). */
+ * o->size (a macro: it passes the struct's sizeof as the caller was
+ * compiled). */
 TETHER_API void tether_registry_opts_init_sized(tether_registry_opts *o,
                                                 size_t size);
 #define tether_registry_opts_init(o)                                           \
-    tether_registry_opts_init_sized((o), sizeof *(o))
+    tether_registry_opts_init_sized((o), sizeof(tether_registry_opts))
 
 /* Pools keyed by normalized connection string (keyword order, whitespace
  * and quoting do not matter; credentials always do). Thread-safe. */

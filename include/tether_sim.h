@@ -63,9 +63,11 @@ typedef struct tether_sim_opts {
 } tether_sim_opts;
 
 /* tether_sim_opts_init fills o with the documented defaults and sets
- * o->size (a macro: it passes the sizeof *o the caller was built with). */
+ * o->size (a macro: it passes the struct's sizeof as the caller was
+ * compiled). */
 TETHER_API void tether_sim_opts_init_sized(tether_sim_opts *o, size_t size);
-#define tether_sim_opts_init(o) tether_sim_opts_init_sized((o), sizeof *(o))
+#define tether_sim_opts_init(o)                                                \
+    tether_sim_opts_init_sized((o), sizeof(tether_sim_opts))
 
 /* A simulated server and its connections. Thread-safe. */
 typedef struct tether_sim tether_sim;
@@ -113,7 +115,7 @@ typedef struct tether_sim_stats {
 TETHER_API void tether_sim_stats_get_sized(tether_sim *sim,
                                            tether_sim_stats *out, size_t size);
 #define tether_sim_stats_get(sim, out)                                         \
-    tether_sim_stats_get_sized((sim), (out), sizeof *(out))
+    tether_sim_stats_get_sized((sim), (out), sizeof(tether_sim_stats))
 
 /* tether_sim_use does a pretend query on a sim connection (the handle from
  * tether_lease_handle): 0, or TETHER_EBROKEN when the connection broke (or

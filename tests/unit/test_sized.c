@@ -46,6 +46,21 @@ static void test_writes_stop_at_size(void **state) {
     expect_untouched(buf, 16, sizeof(buf));
 }
 
+/* The macros take the size from the struct's type, not from the pointer:
+ * a caller holding a void * still gets the whole struct filled. */
+static void test_size_from_type(void **state) {
+    (void)state;
+    tether_retry_opts o;
+    memset(&o, 0, sizeof(o));
+    void *vp = &o;
+    assert_int_equal(
+        tether_retry_opts_parse("fixed base=10ms attempts=4", vp, NULL), 0);
+    assert_int_equal(o.size, sizeof(o));
+    assert_int_equal(o.max_attempts, 4);
+    assert_int_equal(o.backoff.kind, TETHER_BACKOFF_FIXED);
+    tether_pool_opts_init(NULL); /* accepted: nothing is written */
+}
+
 static void test_metrics_stop_at_size(void **state) {
     (void)state;
     tether_sim *sim = NULL;
@@ -140,6 +155,7 @@ static void test_newer_header_refused(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writes_stop_at_size),
+        cmocka_unit_test(test_size_from_type),
         cmocka_unit_test(test_metrics_stop_at_size),
         cmocka_unit_test(test_uninitialized_refused),
         cmocka_unit_test(test_newer_header_refused),
