@@ -116,6 +116,11 @@ static int64_t now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void sleep_ms(int64_t ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 /* ---- basics -------------------------------------------------------------- */
 
 static void test_defaults_and_validation(void **state) {
@@ -273,12 +278,28 @@ typedef struct waiter_arg {
     _Atomic int *served;
     int64_t timeout_ms;
     int rc;
+    tether_lease *got; /* the lease it was served (released at once) */
+    double took_ms;    /* in its acquire */
 } waiter_arg;
+
+/* Whether a waiter was served by the pool's hand-over, wake-up, poll or
+ * tick, before its deadline: an acquire that times out still takes a
+ * connection it then finds idle, but never before the deadline, so a wait
+ * shorter than the timeout is the proof. */
+static void assert_served_in_time(int rc, double took_ms, int64_t timeout_ms) {
+    assert_int_equal(rc, 0);
+    if (took_ms >= (double)timeout_ms)
+        fail_msg("served after %.1f ms, at its %lld ms deadline", took_ms,
+                 (long long)timeout_ms);
+}
 
 static void *waiter_main(void *arg) {
     waiter_arg *w = arg;
     tether_lease *l = NULL;
+    double t0 = thread_time_mono_ms();
     w->rc = tether_pool_acquire(w->p, w->timeout_ms, &l, NULL);
+    w->took_ms = thread_time_mono_ms() - t0;
+    w->got = l;
     if (w->rc == 0) {
         int k = atomic_fetch_add(w->served, 1);
         w->order[k] = w->id;
@@ -312,7 +333,7 @@ static void queue_waiters(waiters *q, tether_pool *p, int n) {
     q->n = n;
     atomic_store(&q->served, 0);
     for (int i = 0; i < n; i++) {
-        q->wa[i] = (waiter_arg){p, i, q->order, &q->served, 5000, -1};
+        q->wa[i] = (waiter_arg){p, i, q->order, &q->served, 5000, -1, NULL, 0};
         pthread_create(&q->th[i], NULL, waiter_main, &q->wa[i]);
         wait_for_waiters(p, i + 1); /* arrival order is i */
     }
@@ -323,7 +344,8 @@ static void join_waiters(waiters *q) {
         pthread_join(q->th[i], NULL);
     assert_int_equal(atomic_load(&q->served), q->n);
     for (int i = 0; i < q->n; i++)
-        assert_int_equal(q->wa[i].rc, 0);
+        assert_served_in_time(q->wa[i].rc, q->wa[i].took_ms,
+                              q->wa[i].timeout_ms);
 }
 
 /* Waiters queue in arrival order and are served in that order, in strict
@@ -351,46 +373,91 @@ static void test_fifo_barging(void **state) {
     check_fifo(1000);
 }
 
-/* A connection released before the first waiter is overdue is left idle
- * for arrivals; with no other traffic, the waiter's own poll (every
- * 2 x barge_limit_us) finds it, long before the waiter's timeout. The
- * virtual clock keeps the housekeeper's pass (which also hands idle
- * connections to an overdue waiter) out of it; the barge limit and the
- * poll run on the real clock. */
+/* age_head makes p's first waiter look ms longer first, as if that time
+ * had passed for it: whether it is overdue (barge_limit_us) and whether it
+ * takes a connection other than its last (2 x barge_limit_us) are judged
+ * on CLOCK_MONOTONIC since head_since_ns, which no test clock moves. Its
+ * own timed sleeps (its poll, its timeout) are not affected. */
+static void age_head(tether_pool *p, int64_t ms) {
+    pthread_mutex_lock(&p->lock);
+    assert_non_null(p->head);
+    atomic_fetch_sub(&p->head_since_ns, ms * MS);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* wait_ticks returns once the housekeeper has published the time n more
+ * times. Each tick publishes it, then offers idle connections to the
+ * overdue first waiters (tether__pool_serve_head), so n - 1 ticks have
+ * done so since the call. */
+static void wait_ticks(int n) {
+    int64_t last = atomic_load(&tether__ticker);
+    for (int i = 0, seen = 0; seen < n; i++) {
+        if (i == 10000)
+            fail_msg("the housekeeper did not tick %d times in 10 s", n);
+        sleep_ms(1);
+        int64_t t = atomic_load(&tether__ticker);
+        seen += t != last;
+        last = t;
+    }
+}
+
+/* wait_head_asleep returns once p's first waiter is in its timed wait: in
+ * barging mode it marks itself asleep (head_unarmed) and looks for an idle
+ * connection holding the pool's lock, which only that wait lets go. */
+static void wait_head_asleep(tether_pool *p) {
+    wait_for_waiters(p, 1);
+    for (int i = 0; !atomic_load(&p->head_unarmed); i++) {
+        if (i == 10000)
+            fail_msg("the first waiter never went to sleep");
+        sleep_ms(1);
+    }
+    pthread_mutex_lock(&p->lock);
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* A connection left idle while the first waiter sleeps, not overdue, with
+ * another connection still out, reaches it only through its own poll
+ * (every 2 x barge_limit_us = 200 ms): no release hands it over (it is
+ * not overdue), none wakes it (x is still out), and the housekeeper's
+ * tick leaves a pool on a virtual clock alone. A waiter that never polled
+ * would time out (5 s). */
 static void test_head_polls_idle(void **state) {
     (void)state;
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
     virtual_opts(&f, 1000, &so, &po);
-    po.max_size = 1;
-    po.barge_limit_us = 100000; /* 100 ms: the release comes well before */
+    po.max_size = 2;
+    po.barge_limit_us = 100000;
     setup_with(&f, &so, &po);
-    tether_lease *held = must_acquire(f.pool);
+    tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
     _Atomic int order[1], served = 0;
-    waiter_arg wa = {f.pool, 0, order, &served, 5000, -1};
+    waiter_arg wa = {f.pool, 0, order, &served, 5000, -1, NULL, 0};
     pthread_t th;
     pthread_create(&th, NULL, waiter_main, &wa);
-    wait_for_waiters(f.pool, 1);
-    struct timespec ts = {0, 20000000}; /* past the waiter's own rescan */
-    nanosleep(&ts, NULL);
-    int64_t t0 = now_ms();
-    tether_lease_release(held);
+    wait_head_asleep(f.pool); /* it has looked: nothing idle yet */
+    tether_lease_release(y);
     pthread_join(th, NULL);
-    assert_int_equal(wa.rc, 0);
-    assert_true(now_ms() - t0 < 2000); /* the poll (200 ms), not 5 s */
+    assert_served_in_time(wa.rc, wa.took_ms, 5000);
+    assert_ptr_equal(wa.got, y);
+    tether_lease_release(x);
     teardown(&f);
 }
 
 /* The first waiter, once overdue, waits for the connection it used last
- * until passed over for 2 x barge_limit_us (here 400 ms), and then takes
- * any. Its thread first uses connection x; the main thread then holds x
- * and y, and releases y when the waiter is overdue (250 ms). */
+ * until passed over for 2 x barge_limit_us, and then takes any. Its thread
+ * first uses connection x; the main thread then holds x and y, makes the
+ * waiter overdue (age_head; with a 10 s limit, 2 x the limit stays 10 s
+ * away) and releases y: neither that release nor the housekeeper's ticks
+ * hand y over. Then x comes back and is handed over; or the waiter is aged
+ * past 2 x the limit, and a tick hands it y. */
 typedef struct pref_arg {
     tether_pool *p;
     tether_lease *first, *got;
     _Atomic int phase;
-    int64_t t_got;
+    _Atomic int aged;     /* set before the waiter is aged past 2 x */
+    int aged_when_served; /* aged, read when its acquire returned */
+    double took_ms;       /* in that acquire */
     int rc;
 } pref_arg;
 
@@ -400,28 +467,24 @@ static void *pref_main(void *arg) {
     if (a->rc == 0)
         tether_lease_release(a->first);
     atomic_store(&a->phase, 1);
-    while (a->rc == 0 && atomic_load(&a->phase) != 2) {
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
+    while (a->rc == 0 && atomic_load(&a->phase) != 2)
+        sleep_ms(1);
+    double t0 = thread_time_mono_ms();
     if (a->rc == 0)
         a->rc = tether_pool_acquire(a->p, 5000, &a->got, NULL);
-    a->t_got = now_ms();
+    a->took_ms = thread_time_mono_ms() - t0;
+    a->aged_when_served = atomic_load(&a->aged);
     if (a->rc == 0)
         tether_lease_release(a->got);
     atomic_store(&a->phase, 3);
     return NULL;
 }
 
-static void sleep_ms(int64_t ms) {
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void check_head_prefers_last(int last_comes_back) {
+    const int64_t limit_ms = 10000;
     fixture f;
-    setup_real(&f, 2, 200000);
-    pref_arg a = {f.pool, NULL, NULL, 0, 0, 0};
+    setup_real(&f, 2, limit_ms * 1000);
+    pref_arg a = {f.pool, NULL, NULL, 0, 0, 0, 0, 0};
     pthread_t th;
     pthread_create(&th, NULL, pref_main, &a);
     while (atomic_load(&a.phase) == 0)
@@ -431,22 +494,23 @@ static void check_head_prefers_last(int last_comes_back) {
     assert_ptr_equal(x, a.first); /* the idle one, then a new one */
     atomic_store(&a.phase, 2);
     wait_for_waiters(f.pool, 1);
-    int64_t t0 = now_ms();
-    sleep_ms(250);
-    tether_lease_release(y); /* overdue, but not the one it used */
-    sleep_ms(50);
+    age_head(f.pool, limit_ms + 1); /* overdue */
+    tether_lease_release(y);        /* but not the one it used */
+    wait_ticks(3);                  /* two ticks offered y, in vain */
+    assert_int_equal(atomic_load(&a.phase), 2); /* still waiting */
     if (last_comes_back) {
-        assert_int_equal(atomic_load(&a.phase), 2); /* still waiting */
         tether_lease_release(x);
+    } else {
+        atomic_store(&a.aged, 1);
+        age_head(f.pool, limit_ms); /* passed over for 2 x the limit */
     }
     pthread_join(th, NULL);
-    assert_int_equal(a.rc, 0);
+    assert_served_in_time(a.rc, a.took_ms, 5000);
     if (last_comes_back) {
         assert_ptr_equal(a.got, x);
     } else {
         assert_ptr_equal(a.got, y);
-        assert_true(a.t_got - t0 >= 390); /* not before 2 x the limit */
-        assert_true(a.t_got - t0 < 1500); /* its poll or the tick, not 5 s */
+        assert_true(a.aged_when_served); /* not before 2 x the limit */
         tether_lease_release(x);
     }
     teardown(&f);
@@ -458,43 +522,44 @@ static void test_head_prefers_last(void **state) {
     check_head_prefers_last(0);
 }
 
-/* Hold all max connections of a pool with the barge limit, queue n
- * waiters, wait until the first is overdue, release all: the ms until
- * every waiter was served. */
-static int64_t drain_ms(int max, int64_t barge_us, int n) {
+/* Hold all max connections, queue n waiters with 5 s timeouts, make the
+ * first overdue (age_head) and release all: the first release hands over,
+ * and every later waiter must be reached by a release's wake-up, as the
+ * barge limit is 10 s: neither its own poll (every 20 s) nor the
+ * housekeeper's tick (once it is overdue) comes before its timeout.
+ * join_waiters checks that every waiter was served. */
+static void drain(int max, int n) {
+    const int64_t limit_ms = 10000;
     fixture f;
-    setup_real(&f, max, barge_us);
+    setup_real(&f, max, limit_ms * 1000);
     tether_lease *held[8];
     for (int i = 0; i < max; i++)
         held[i] = must_acquire(f.pool);
     waiters q;
     queue_waiters(&q, f.pool, n);
-    sleep_ms(barge_us / 1000 + 10); /* the first release hands over */
-    int64_t t0 = now_ms();
+    age_head(f.pool, limit_ms + 1); /* the first release hands over */
     for (int i = 0; i < max; i++)
         tether_lease_release(held[i]);
     join_waiters(&q);
-    int64_t took = now_ms() - t0;
     teardown(&f);
-    return took;
 }
 
 /* A waiter that becomes first by a hand-over is not woken to poll; when
  * the connection then comes back before it is overdue and no one else
- * takes it, it is served long before its 5 s timeout. */
+ * takes it, it is served, long before its timeout. */
 static void test_unwoken_head_served(void **state) {
     (void)state;
-    assert_true(drain_ms(1, 20000, 2) < 1500);
+    drain(1, 2);
 }
 
 /* When a burst ends, the queue drains at once: a connection left idle
  * with no other out wakes the first waiter even if it became first by a
- * hand-over (it does not wait to be overdue for the housekeeper's tick:
- * 8 waiters x 50 ms). The second connection stays idle at first: the
- * first waiter took the first. */
+ * hand-over (it does not wait to be overdue for the housekeeper's tick).
+ * The second connection stays idle at first: the first waiter took the
+ * first. */
 static void test_drain_after_burst(void **state) {
     (void)state;
-    assert_true(drain_ms(2, 50000, 8) < 300);
+    drain(2, 8);
 }
 
 static void test_queue_full(void **state) {
@@ -511,16 +576,22 @@ static void test_queue_full(void **state) {
     waiter_arg wa[2];
     _Atomic int order[2], served = 0;
     for (int i = 0; i < 2; i++) {
-        wa[i] = (waiter_arg){f.pool, i, order, &served, 5000, -1};
+        wa[i] = (waiter_arg){f.pool, i, order, &served, 5000, -1, NULL, 0};
         pthread_create(&th[i], NULL, waiter_main, &wa[i]);
     }
     wait_for_waiters(f.pool, 2);
     tether_lease *x = NULL;
     tether_error err = {0};
-    int64_t t0 = now_ms();
+    thread_time t0 = thread_time_start();
     assert_int_equal(tether_pool_acquire(f.pool, 5000, &x, &err),
                      TETHER_EQUEUEFULL);
-    assert_true(now_ms() - t0 < 100); /* at once, not after the timeout */
+    thread_time t1 = thread_time_stop();
+    /* At once: it did not wait (thread_time.h), least of all for its
+     * timeout; the lock it takes is held for microseconds. */
+    double slept = thread_time_slept_ms(&t0, &t1);
+    if (slept > THREAD_TIME_SLACK_MS)
+        fail_msg("refused after sleeping %.1f ms", slept);
+    assert_true(thread_time_elapsed_ms(&t0, &t1) < 5000);
     assert_int_equal(err.cls, TETHER_CLASS_THROTTLED);
     tether_lease_release(held);
     for (int i = 0; i < 2; i++)
@@ -966,7 +1037,7 @@ static void test_close_wakes_waiters(void **state) {
     tether_lease *held = must_acquire(f.pool);
     pthread_t th;
     _Atomic int order[1], served = 0;
-    waiter_arg wa = {f.pool, 0, order, &served, 10000, 0};
+    waiter_arg wa = {f.pool, 0, order, &served, 10000, 0, NULL, 0};
     pthread_create(&th, NULL, waiter_main, &wa);
     wait_for_waiters(f.pool, 1);
     int64_t t0 = now_ms();
