@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../support/thread_time.h"
 #include "pool/pool.h"
@@ -990,16 +991,54 @@ static void test_auth_failure_no_password(void **state) {
 
 /* ---- close --------------------------------------------------------------- */
 
+/* thread_state returns the state letter of this process's thread tid
+ * ('R' running, 'S' asleep in the kernel, ...), or 0 if it is gone. */
+static char thread_state(pid_t tid) {
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return 0;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, fp);
+    fclose(fp);
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')'); /* after the command name */
+    return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
 typedef struct closer {
     tether_pool *p;
     int64_t wait_ms;
+    _Atomic int *returned; /* set by the test just before the release */
+    _Atomic pid_t tid;
+    _Atomic int done;
+    int returned_first; /* *returned, read when close returned */
     int rc;
 } closer;
 
 static void *close_main(void *arg) {
     closer *c = arg;
+    atomic_store(&c->tid, gettid());
     c->rc = tether_pool_close(c->p, c->wait_ms, NULL);
+    c->returned_first = atomic_load(c->returned);
+    atomic_store(&c->done, 1);
     return NULL;
+}
+
+/* wait_blocked returns once c's thread is asleep in the kernel, and fails
+ * if its close returns first. In tether_pool_close, with nothing else
+ * holding the pool's lock, the one place it can sleep is its wait for the
+ * leases to come back. */
+static void wait_blocked(closer *c) {
+    for (int i = 0; i < 10000; i++) {
+        if (atomic_load(&c->done))
+            fail_msg("the second close returned (%d) with a lease out", c->rc);
+        pid_t tid = atomic_load(&c->tid);
+        if (tid && thread_state(tid) == 'S')
+            return;
+        sleep_ms(1);
+    }
+    fail_msg("the second close neither blocked nor returned in 10 s");
 }
 
 static void test_close_semantics(void **state) {
@@ -1008,21 +1047,27 @@ static void test_close_semantics(void **state) {
     setup_virtual(&f, 3);
     tether_lease *held = must_acquire(f.pool);
     tether_lease_release(must_acquire(f.pool));
-    /* Close with a short wait: the lease is still out. */
+    /* Close with a short wait: the lease is still out; it waits 20 ms. */
+    thread_time t0 = thread_time_start();
     assert_int_equal(tether_pool_close(f.pool, 20, NULL), TETHER_ETIMEDOUT);
+    thread_time t1 = thread_time_stop();
+    assert_true(thread_time_elapsed_ms(&t0, &t1) >= 20);
     tether_lease *x = NULL;
     tether_error err = {0};
     assert_int_equal(tether_pool_acquire(f.pool, 100, &x, &err),
                      TETHER_ECLOSED);
-    /* A second close waits until the lease comes back. */
-    closer c = {f.pool, 5000, -1};
+    /* A second close waits until the lease comes back: it is returned
+     * once the closer is blocked, and close returns only after that. */
+    _Atomic int returned = 0;
+    closer c = {f.pool, 5000, &returned, 0, 0, 0, -1};
     pthread_t t;
     pthread_create(&t, NULL, close_main, &c);
-    struct timespec ts = {0, 20 * 1000000};
-    nanosleep(&ts, NULL);
+    wait_blocked(&c);
+    atomic_store(&returned, 1);
     tether_lease_release(held);
     pthread_join(t, NULL);
     assert_int_equal(c.rc, 0);
+    assert_true(c.returned_first);
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.total, 0);
