@@ -866,6 +866,18 @@ static void test_lifetime_spaced_and_never_in_use(void **state) {
     tether_lease *l[8];
     for (int i = 0; i < 8; i++)
         l[i] = must_acquire(f.pool);
+    /* Each lifetime is drawn in [0.85, 1] x max_lifetime_ms: spread out,
+     * not one factor for all (which would retire them together). */
+    int64_t shortest = INT64_MAX, longest = 0;
+    for (int i = 0; i < 8; i++) {
+        int64_t life = l[i]->expire_ms - l[i]->created_ms;
+        assert_in_range(life, 85000, 100000);
+        shortest = TETHER__MIN(shortest, life);
+        longest = TETHER__MAX(longest, life);
+    }
+    if (longest - shortest < 5000) /* of 15000; seed 3 draws 0.85-1.0 */
+        fail_msg("lifetimes %lld-%lld ms: not jittered", (long long)shortest,
+                 (long long)longest);
     for (int i = 1; i < 8; i++)
         tether_lease_release(l[i]);
     /* Retirements start at 0.85 x lifetime and are at least
