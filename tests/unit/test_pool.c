@@ -1016,16 +1016,48 @@ static void test_blocking_period_timeline(void **state) {
     teardown(&f);
 }
 
+/* An authentication failure is permanent: no retry, no further connect.
+ * And nothing the pool reports carries the password of the conninfo it
+ * holds: not the errors of an acquire and a run, not its log, not its
+ * metrics. */
+#define SECRET "Hunter2-s3cret"
+
 static void test_auth_failure_no_password(void **state) {
     (void)state;
     fixture f;
-    setup_virtual(&f, 2);
-    tether_sim_fail_next(f.sim, 1, TETHER_EAUTH, TETHER_CLASS_PERMANENT);
+    logbuf lb;
+    memset(&lb, 0, sizeof(lb));
+    tether_sim_opts so;
+    tether_pool_opts po;
+    virtual_opts(&f, 1000, &so, &po);
+    so.clock = tether_vclock_clock(f.vc);
+    so.auth_fail_rate = 1.0;
+    po.max_size = 2;
+    po.conninfo = "host=db1 user=app password=" SECRET " dbname=app";
+    po.log = capture;
+    po.log_ctx = &lb;
+    setup_with(&f, &so, &po);
     tether_error err = {0};
     tether_lease *l = NULL;
     assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err), TETHER_EAUTH);
     assert_int_equal(err.cls, TETHER_CLASS_PERMANENT);
     assert_null(l);
+    assert_non_null(strstr(err.message, "password authentication failed"));
+    assert_null(strstr(err.message, SECRET));
+    work w = {0, 0};
+    int rc = tether_pool_run(f.pool, TETHER_IDEMPOTENT, use_conn, &w, &err);
+    assert_true(rc == TETHER_EAUTH || rc == TETHER_EOPEN); /* the breaker's */
+    assert_int_equal(err.attempts, 1);                     /* not retried */
+    assert_int_equal(w.calls, 0);
+    assert_null(strstr(err.message, SECRET));
+    assert_true(lb.text[0] != '\0'); /* the run's failure was logged */
+    assert_null(strstr(lb.text, SECRET));
+    char buf[8192];
+    tether_pool_metrics_prometheus(f.pool, buf, sizeof(buf));
+    assert_null(strstr(buf, SECRET));
+    tether_sim_stats st;
+    tether_sim_stats_get(f.sim, &st);
+    assert_true(st.connects <= 2);
     teardown(&f);
 }
 
