@@ -1061,6 +1061,177 @@ static void test_auth_failure_no_password(void **state) {
     teardown(&f);
 }
 
+/* ---- no lock across a connect ------------------------------------------ */
+
+/* The clock of a pool and its sim: virtual time whose sleeps (the sim's
+ * connect latency, waited out by the driver on the pool's clock) first
+ * check that the pool is not locked meanwhile: another thread, the prober,
+ * must get through tether_pool_metrics_get, which takes the pool's lock.
+ * A pool that held its lock across the connect would block the prober
+ * until the connect ends, after the sleep: the sleep gives up after 5 s
+ * and counts it as blocked. */
+typedef struct lock_probe {
+    tether_clock clock;
+    tether_vclock *vc;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    tether_pool *pool;   /* set with created */
+    int created;         /* 1 once tether_pool_create returned */
+    int asked, answered; /* requests to the prober and its answers */
+    int stop;
+    int waiters;         /* what the prober's last metrics_get saw */
+    int probes, blocked; /* sleeps probed; those that found it locked */
+    int spawn, spawned;  /* start the second acquirer in the next sleep */
+    int second_queued, second_rc;
+    pthread_t prober, second;
+} lock_probe;
+
+static void *prober_main(void *arg) {
+    lock_probe *lp = arg;
+    pthread_mutex_lock(&lp->mu);
+    for (;;) {
+        while (!lp->stop && lp->answered == lp->asked)
+            pthread_cond_wait(&lp->cv, &lp->mu);
+        if (lp->stop)
+            break;
+        tether_pool *p = lp->pool;
+        pthread_mutex_unlock(&lp->mu);
+        tether_pool_metrics m;
+        tether_pool_metrics_get(p, &m);
+        pthread_mutex_lock(&lp->mu);
+        lp->waiters = m.waiters;
+        lp->answered++;
+        pthread_cond_broadcast(&lp->cv);
+    }
+    pthread_mutex_unlock(&lp->mu);
+    return NULL;
+}
+
+/* Wait on lp->cv (mu held) until *v >= want, for 5 s at most. */
+static int probe_wait(lock_probe *lp, const int *v, int want) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 5;
+    while (*v < want)
+        if (pthread_cond_timedwait(&lp->cv, &lp->mu, &ts) != 0)
+            return *v >= want;
+    return 1;
+}
+
+/* One probe (mu held): 1 when the prober got through within 5 s. */
+static int probe_once(lock_probe *lp) {
+    int want = ++lp->asked;
+    pthread_cond_broadcast(&lp->cv);
+    return probe_wait(lp, &lp->answered, want);
+}
+
+static void *second_main(void *arg) {
+    lock_probe *lp = arg;
+    tether_lease *l = NULL;
+    lp->second_rc = tether_pool_acquire(lp->pool, 5000, &l, NULL);
+    if (l)
+        tether_lease_release(l);
+    return NULL;
+}
+
+static int64_t probe_now_ns(void *ctx) {
+    lock_probe *lp = ctx;
+    const tether_clock *c = tether_vclock_clock(lp->vc);
+    return c->now_ns(c->ctx);
+}
+
+static void probe_sleep_ns(void *ctx, int64_t ns) {
+    lock_probe *lp = ctx;
+    pthread_mutex_lock(&lp->mu);
+    /* The fill's creation may start before tether_pool_create returned. */
+    int ok = probe_wait(lp, &lp->created, 1) && probe_once(lp);
+    if (ok && lp->spawn) {
+        /* A second acquirer queues while this creation runs (max_creating
+         * 1): it is granted the next creation, on its own thread. */
+        lp->spawn = 0;
+        lp->spawned = pthread_create(&lp->second, NULL, second_main, lp) == 0;
+        for (int i = 0; ok && lp->waiters < 1 && i < 5000; i++) {
+            pthread_mutex_unlock(&lp->mu);
+            sleep_ms(1);
+            pthread_mutex_lock(&lp->mu);
+            ok = probe_once(lp);
+        }
+        lp->second_queued = lp->waiters >= 1;
+    }
+    lp->probes++;
+    lp->blocked += !ok;
+    pthread_mutex_unlock(&lp->mu);
+    tether_vclock_advance(lp->vc, ns);
+}
+
+/* No connect runs under the pool's lock: not the background fill to
+ * min_size (at create), not an acquire's own creation, not the creation
+ * granted to a waiter. Each connect takes 5 ms on the virtual clock, and
+ * while it sleeps another thread must be able to read the metrics. */
+static void test_no_lock_across_connect(void **state) {
+    (void)state;
+    static lock_probe lp; /* static: the prober outlives a failed test */
+    memset(&lp, 0, sizeof(lp));
+    lp.vc = tether_vclock_create(1000 * MS);
+    lp.clock = (tether_clock){probe_now_ns, probe_sleep_ns, &lp};
+    pthread_mutex_init(&lp.mu, NULL);
+    pthread_cond_init(&lp.cv, NULL);
+    pthread_create(&lp.prober, NULL, prober_main, &lp);
+    fixture f;
+    memset(&f, 0, sizeof(f));
+    tether_sim_opts so;
+    tether_pool_opts po;
+    tether_sim_opts_init(&so);
+    tether_pool_opts_init(&po);
+    so.clock = &lp.clock;
+    so.connect_latency_ms = 5;
+    po.clock = &lp.clock;
+    po.max_size = 3;
+    po.min_size = 1;
+    po.max_creating = 1;
+    setup_with(&f, &so, &po);
+    pthread_mutex_lock(&lp.mu);
+    lp.pool = f.pool;
+    lp.created = 1;
+    pthread_cond_broadcast(&lp.cv);
+    pthread_mutex_unlock(&lp.mu);
+    tether_pool_metrics m;
+    for (int i = 0; i < 10000; i++) { /* the fill's connect */
+        tether_pool_metrics_get(f.pool, &m);
+        if (m.idle == 1)
+            break;
+        sleep_ms(1);
+    }
+    assert_int_equal(m.idle, 1);
+    tether_lease *a = must_acquire(f.pool); /* the idle one */
+    pthread_mutex_lock(&lp.mu);
+    lp.spawn = 1;
+    pthread_mutex_unlock(&lp.mu);
+    tether_lease *b = must_acquire(f.pool); /* creates; the second waits */
+    if (lp.spawned)
+        pthread_join(lp.second, NULL); /* then creates */
+    tether_lease_release(a);
+    tether_lease_release(b);
+    pthread_mutex_lock(&lp.mu);
+    lp.stop = 1;
+    pthread_cond_broadcast(&lp.cv);
+    pthread_mutex_unlock(&lp.mu);
+    pthread_join(lp.prober, NULL);
+    if (lp.blocked)
+        fail_msg("%d of %d connects held the pool's lock", lp.blocked,
+                 lp.probes);
+    assert_int_equal(lp.probes, 3);
+    assert_true(lp.spawned && lp.second_queued);
+    assert_int_equal(lp.second_rc, 0);
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.created, 3);
+    tether_pool_destroy(f.pool);
+    tether_sim_destroy(f.sim);
+    tether_vclock_destroy(lp.vc);
+    pthread_cond_destroy(&lp.cv);
+    pthread_mutex_destroy(&lp.mu);
+}
+
 /* ---- close --------------------------------------------------------------- */
 
 /* thread_state returns the state letter of this process's thread tid
@@ -1452,6 +1623,7 @@ int main(void) {
         cmocka_unit_test(test_leak_report_once_with_place),
         cmocka_unit_test(test_blocking_period_timeline),
         cmocka_unit_test(test_auth_failure_no_password),
+        cmocka_unit_test(test_no_lock_across_connect),
         cmocka_unit_test(test_close_semantics),
         cmocka_unit_test(test_close_wakes_waiters),
         cmocka_unit_test(test_close_during_releases),
