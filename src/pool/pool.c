@@ -671,6 +671,23 @@ static void unreserve(tether_pool *p) {
  * its slot before it reads the mark, so either this look finds the slot
  * or that release wakes us when it leaves the last connection idle
  * (wake_unarmed_head). Returns 0 at the deadline. */
+/* head_look is what the first waiter w takes when it looks before a
+ * sleep, by the rule its hand-overs follow (head_takes): the connection
+ * its thread used last if that is idle; another idle one only once it may
+ * take any, or when nothing else is out (then nothing it would rather have
+ * can come back). A connection it declines is left idle. */
+static tether_lease *head_look(tether_pool *p, const waiter *w) {
+    tether_lease *last = (tether_lease *)w->last;
+    if (last && try_take(last))
+        return last;
+    tether_lease *s = take_idle(p);
+    if (!s || head_takes(p, w, s) || atomic_load(&p->closing) ||
+        !others_out(p, s))
+        return s;
+    slot_set(s, SLOT_IDLE, 0);
+    return NULL;
+}
+
 static int sleep_turn(acq *a, waiter *w, tether_lease **s) {
     tether_pool *p = a->p;
     int64_t until = a->deadline_ns;
@@ -679,7 +696,7 @@ static int sleep_turn(acq *a, waiter *w, tether_lease **s) {
                             tether__mono_ns() + 2 * p->o.barge_limit_us * 1000);
         atomic_store(&p->head_unarmed, 1);
         atomic_thread_fence(memory_order_seq_cst); /* before the look */
-        if ((*s = take_idle(p)) != NULL)
+        if ((*s = head_look(p, w)) != NULL)
             return 1;
     }
     struct timespec ts = {(time_t)(until / 1000000000LL),

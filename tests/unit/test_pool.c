@@ -482,6 +482,27 @@ static void *pref_main(void *arg) {
     return NULL;
 }
 
+/* poke_head wakes the first waiter as a spurious wake-up would, and
+ * checks, once it has looked for an idle connection, that it is waiting
+ * still (it marks itself before looking; had it taken a connection, it
+ * would have left the queue before releasing the lock). */
+static void poke_head(tether_pool *p) {
+    pthread_mutex_lock(&p->lock);
+    assert_non_null(p->head);
+    atomic_store(&p->head_unarmed, 0);
+    pthread_cond_signal(&p->head->cv);
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; !atomic_load(&p->head_unarmed); i++) {
+        if (i == 10000)
+            fail_msg("the first waiter did not look again in 10 s");
+        sleep_ms(1);
+    }
+    pthread_mutex_lock(&p->lock);
+    int waiting = p->head != NULL;
+    pthread_mutex_unlock(&p->lock);
+    assert_true(waiting);
+}
+
 static void check_head_prefers_last(int last_comes_back) {
     const int64_t limit_ms = 10000;
     fixture f;
@@ -500,6 +521,8 @@ static void check_head_prefers_last(int last_comes_back) {
     tether_lease_release(y);        /* but not the one it used */
     wait_ticks(3);                  /* two ticks offered y, in vain */
     assert_int_equal(atomic_load(&a.phase), 2); /* still waiting */
+    poke_head(f.pool); /* its own look declines y too */
+    assert_int_equal(atomic_load(&a.phase), 2);
     if (last_comes_back) {
         tether_lease_release(x);
     } else {
