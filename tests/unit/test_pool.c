@@ -41,15 +41,15 @@ static void setup_with(fixture *f, const tether_sim_opts *so,
     assert_int_equal(tether_pool_create(&f->pool, &o, &err), 0);
 }
 
-/* Default options for a pool on a new virtual clock at start_ms (the sim
- * keeps real time); the caller tunes them and calls setup_with. */
+/* Default options for a pool and its sim on a new virtual clock at
+ * start_ms; the caller tunes them and calls setup_with. */
 static void virtual_opts(fixture *f, int64_t start_ms, tether_sim_opts *so,
                          tether_pool_opts *po) {
     memset(f, 0, sizeof(*f));
     f->vc = tether_vclock_create(start_ms * MS);
     tether_sim_opts_init(so);
     tether_pool_opts_init(po);
-    po->clock = tether_vclock_clock(f->vc);
+    so->clock = po->clock = tether_vclock_clock(f->vc);
 }
 
 /* Default options for a pool and a sim on the real clock; the caller
@@ -76,7 +76,6 @@ static void setup_virtual(fixture *f, int max) {
     tether_sim_opts so;
     tether_pool_opts po;
     virtual_opts(f, 1000, &so, &po);
-    so.clock = tether_vclock_clock(f->vc);
     po.max_size = max;
     po.seed = 1;
     setup_with(f, &so, &po);
@@ -671,7 +670,6 @@ static void test_probe_window(void **state) {
     tether_sim_opts so;
     tether_pool_opts po;
     virtual_opts(&f, 1000, &so, &po);
-    so.clock = tether_vclock_clock(f.vc);
     po.max_size = 1;
     po.probe_idle_us = 0;
     setup_with(&f, &so, &po);
@@ -826,7 +824,6 @@ static void test_idle_timeout_randomized_and_min_kept(void **state) {
     tether_sim_opts so;
     tether_pool_opts po;
     virtual_opts(&f, 1000, &so, &po);
-    so.clock = tether_vclock_clock(f.vc);
     po.max_size = 6;
     po.min_size = 2;
     po.max_lifetime_ms = 0; /* idle time alone */
@@ -1056,7 +1053,6 @@ static void test_auth_failure_no_password(void **state) {
     tether_sim_opts so;
     tether_pool_opts po;
     virtual_opts(&f, 1000, &so, &po);
-    so.clock = tether_vclock_clock(f.vc);
     so.auth_fail_rate = 1.0;
     po.max_size = 2;
     po.conninfo = "host=db1 user=app password=" SECRET " dbname=app";
