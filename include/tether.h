@@ -853,8 +853,9 @@ TETHER_API const char *tether_target_name(tether_target t);
  * handed the connection its thread used last, or after 2 ms any
  * connection that comes back), validation bypass
  * window 500 ms, validation timeout 5 s, socket probe of connections idle
- * 50 us or longer (the cheap liveness check's system call; see
- * probe_idle_us), keepalive of idle connections every 2 min, idle timeout 4 min
+ * 10 ms or longer by the coarse clock, i.e. not released in the current
+ * tick (the cheap liveness check's system call; see probe_idle_ms),
+ * keepalive of idle connections every 2 min, idle timeout 4 min
  * (each connection gets a random value in [1, 2] x that: 4-8 min), max lifetime
  * 30 min (each connection gets a random value in [0.85, 1] x that, and
  * retirements are spaced), leak threshold 0 (off), breaker preset
@@ -882,9 +883,10 @@ typedef struct tether_pool_opts {
                                  (0 = strict FIFO) */
     int64_t validate_idle_ms; /* round trip only if idle longer */
     int64_t validate_timeout_ms;
-    int64_t probe_idle_us;     /* the liveness check also polls the
+    int64_t probe_idle_ms;     /* the liveness check also polls the
                                   socket when the connection has been idle
-                                  this long (us); 0 = on every checkout */
+                                  this long by the pool's coarse clock
+                                  (10 ms ticks); 0 = on every checkout */
     int64_t keepalive_ms;      /* 0 = off */
     int64_t idle_timeout_ms;   /* 0 = never (idle above min_size) */
     int64_t max_lifetime_ms;   /* 0 = unlimited */

@@ -146,7 +146,7 @@ static int inspect_idle(tether_pool *p, tether_lease *s, int64_t now,
     if (s->gen != atomic_load(&p->gen)) {
         tether__pool_discard(p, s, CLOSE_CLEARED);
     } else if (*excess > 0 && p->o.idle_timeout_ms > 0 &&
-               now - s->released_ns / TETHER__NS_PER_MS >= s->idle_limit_ms) {
+               now - s->released_ms >= s->idle_limit_ms) {
         (*excess)--;
         tether__pool_discard(p, s, CLOSE_IDLE);
     } else if (tether__pool_retire_due(p, s, now)) {

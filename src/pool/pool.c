@@ -21,20 +21,6 @@ typedef struct tls_entry {
 static TETHER__TLS tls_entry tls_cache[TLS_WAYS];
 static _Atomic uint64_t next_pool_id = 1;
 
-int64_t tether__pool_now(const tether_pool *p) {
-    if (p->real_clock)
-        return tether__ticker_ms();
-    return tether__now_ms(p->o.clock);
-}
-
-/* pool_now_ns reads the pool's clock precisely (CLOCK_MONOTONIC for the
- * real clock: the same time base as the ticker). */
-TETHER__HOT static int64_t pool_now_ns(const tether_pool *p) {
-    if (p->real_clock)
-        return tether__mono_ns();
-    return p->o.clock->now_ns(p->o.clock->ctx);
-}
-
 /* ---- options ------------------------------------------------------------ */
 
 /* pool_defaults fills a whole tether_pool_opts with the defaults. */
@@ -49,7 +35,7 @@ static void pool_defaults(tether_pool_opts *o) {
     o->barge_limit_us = 1000;
     o->validate_idle_ms = 500;
     o->validate_timeout_ms = 5000;
-    o->probe_idle_us = 50;
+    o->probe_idle_ms = 10;
     o->keepalive_ms = 120000;
     o->idle_timeout_ms = 240000;
     o->max_lifetime_ms = 1800000;
@@ -91,8 +77,8 @@ static int check_opts(const tether_pool_opts *o, tether_error *err) {
         return bad_opt(err, "max_waiters", o->max_waiters, "want >= 0");
     if (o->barge_limit_us < 0)
         return bad_opt(err, "barge_limit_us", o->barge_limit_us, "want >= 0");
-    if (o->probe_idle_us < 0)
-        return bad_opt(err, "probe_idle_us", o->probe_idle_us, "want >= 0");
+    if (o->probe_idle_ms < 0)
+        return bad_opt(err, "probe_idle_ms", o->probe_idle_ms, "want >= 0");
     const int64_t *ms[] = {&o->validate_idle_ms, &o->validate_timeout_ms,
                            &o->keepalive_ms,     &o->idle_timeout_ms,
                            &o->max_lifetime_ms,  &o->leak_threshold_ms};
@@ -206,7 +192,7 @@ int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
     p->id = atomic_fetch_add(&next_pool_id, 1);
     p->real_clock = !o->clock || o->clock == tether_clock_real();
     p->validate_idle_ms = o->validate_idle_ms;
-    p->probe_idle_ns = o->probe_idle_us * 1000;
+    p->probe_idle_ms = o->probe_idle_ms;
     p->leak_threshold_ms = o->leak_threshold_ms;
     p->o.conninfo = p->conninfo;
     p->o.name = p->name;
@@ -370,7 +356,7 @@ int tether__pool_retire_due(tether_pool *p, const tether_lease *s,
 TETHER__HOT static int checkout(tether_pool *p, tether_lease *s,
                                 const char *file, int line,
                                 int64_t *validate_us) {
-    int64_t ns = pool_now_ns(p), now = ns / TETHER__NS_PER_MS;
+    int64_t now = tether__pool_now(p);
     int validated = 0;
     if (s->gen != atomic_load_explicit(&p->gen, memory_order_relaxed)) {
         tether__pool_discard(
@@ -381,7 +367,7 @@ TETHER__HOT static int checkout(tether_pool *p, tether_lease *s,
         tether__pool_discard(p, s, CLOSE_LIFETIME);
         return -1;
     }
-    if (!tether__pool_still_up(p, s, ns - s->released_ns >= p->probe_idle_ns))
+    if (!tether__pool_still_up(p, s, now - s->released_ms >= p->probe_idle_ms))
         return -1;
     if (now - s->checked_ms > p->validate_idle_ms) {
         int64_t t0 = tether__mono_ns();
@@ -581,7 +567,7 @@ static tether_lease *claim_free_locked(tether_pool *p) {
 }
 
 static void setup_slot(tether_pool *p, tether_lease *s, void *conn) {
-    int64_t ns = pool_now_ns(p), now = ns / TETHER__NS_PER_MS;
+    int64_t now = tether__pool_now(p);
     pthread_mutex_lock(&p->lock);
     double life = 0.85 + 0.15 * tether__rng_double(&p->rng);
     double idle = 1.0 + tether__rng_double(&p->rng);
@@ -589,8 +575,7 @@ static void setup_slot(tether_pool *p, tether_lease *s, void *conn) {
     s->conn = conn;
     s->handle = p->drv->handle(conn);
     s->gen = atomic_load(&p->gen);
-    s->created_ms = s->checked_ms = now;
-    s->released_ns = ns; /* just connected: no probe needed */
+    s->created_ms = s->checked_ms = s->released_ms = now; /* no probe due */
     s->expire_ms = p->o.max_lifetime_ms
                        ? now + (int64_t)((double)p->o.max_lifetime_ms * life)
                        : INT64_MAX;
@@ -866,9 +851,7 @@ TETHER__HOT void tether_lease_release(tether_lease *s) {
         tether__pool_discard(p, s, why);
         return;
     }
-    int64_t ns = pool_now_ns(p);
-    s->released_ns = ns;
-    s->checked_ms = ns / TETHER__NS_PER_MS;
+    s->released_ms = s->checked_ms = tether__pool_now(p);
     if (p->leak_threshold_ms > 0)
         atomic_store_explicit(&s->acquired_ms, NOT_HELD, memory_order_relaxed);
     remember(p, s);

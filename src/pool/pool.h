@@ -58,7 +58,7 @@ struct tether_lease {
     void *conn;
     void *handle;
     int64_t expire_ms;      /* lifetime end; INT64_MAX = none */
-    int64_t released_ns;    /* when last released (pool clock, ns) */
+    int64_t released_ms;    /* when last released (tether__pool_now) */
     int64_t checked_ms;     /* when last known good (release, validation) */
     _Atomic uint64_t quick; /* acquires served at once (histogram 0),
                                written only by the holder */
@@ -93,7 +93,7 @@ struct tether_pool {
     char *reset_query;
     int64_t validate_idle_ms;  /* o.validate_idle_ms */
     int64_t leak_threshold_ms; /* o.leak_threshold_ms */
-    int64_t probe_idle_ns;     /* o.probe_idle_us in ns */
+    int64_t probe_idle_ms;     /* o.probe_idle_ms */
 
     /* Read-mostly: configuration and handles. */
     tether_pool_opts o;
@@ -172,9 +172,14 @@ int tether__pool_keys_parse(const char *conninfo, tether__pool_keys *k,
 /* tether__pool_keys_free frees k's strings. */
 void tether__pool_keys_free(tether__pool_keys *k);
 
-/* tether__pool_now returns the pool's time in ms: the shared ticker for the
- * real clock (cheap), the configured clock otherwise. */
-int64_t tether__pool_now(const tether_pool *p);
+/* tether__pool_now returns the pool's time in ms: the core ticker's word
+ * for the real clock (a load: the per-operation path reads no precise
+ * clock), the configured clock otherwise. Inline: it is on the fast path. */
+static inline int64_t tether__pool_now(const tether_pool *p) {
+    if (p->real_clock)
+        return tether__ticker_ms();
+    return tether__now_ms(p->o.clock);
+}
 
 /* tether__pool_discard closes s's connection and frees the slot. The caller
  * owns s (USED, RESERVED or CREATING with a connection). */

@@ -255,7 +255,7 @@ static void test_parse_keywords(void **state) {
             "postgresql://app:s3cret@h1:5433,h2/db?target_session_attrs="
             "read-write&tether_strategy=mirroring&tether_login_timeout=20s"
             "&connect_timeout=3&tether_pool_max=16&sslmode=disable"
-            "&tether_probe_idle_us=0&tether_barge_limit_us=2500",
+            "&tether_probe_idle=0&tether_barge_limit_us=2500",
             &cfg, &err),
         0);
     assert_int_equal(cfg.neps, 2);

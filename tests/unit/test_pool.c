@@ -131,7 +131,7 @@ static void test_defaults_and_validation(void **state) {
     assert_int_equal(o.max_size, 10);
     assert_int_equal(o.acquire_timeout_ms, 15000);
     assert_int_equal(o.validate_idle_ms, 500);
-    assert_int_equal(o.probe_idle_us, 50);
+    assert_int_equal(o.probe_idle_ms, 10);
     assert_int_equal(o.breaker.open_ms, 5000);
     tether_pool *p = NULL;
     tether_error err = {0};
@@ -146,9 +146,9 @@ static void test_defaults_and_validation(void **state) {
     assert_int_equal(tether_pool_create(&p, &o, &err), TETHER_EINVAL);
     assert_non_null(strstr(err.message, "idle_timeout_ms"));
     o.idle_timeout_ms = 0;
-    o.probe_idle_us = -1;
+    o.probe_idle_ms = -1;
     assert_int_equal(tether_pool_create(&p, &o, &err), TETHER_EINVAL);
-    assert_non_null(strstr(err.message, "probe_idle_us"));
+    assert_non_null(strstr(err.message, "probe_idle_ms"));
     assert_null(p);
     tether_pool_destroy(NULL);
 }
@@ -649,7 +649,8 @@ static void test_validation_bypass(void **state) {
 }
 
 /* The socket probe: skipped for a connection released less than
- * probe_idle_us ago, asked for after that, and on every checkout with 0. */
+ * probe_idle_ms ago by the pool's clock, asked for after that, and on
+ * every checkout with 0. */
 static void test_probe_window(void **state) {
     (void)state;
     fixture f;
@@ -657,12 +658,12 @@ static void test_probe_window(void **state) {
     tether_sim_stats st;
     tether_lease_release(must_acquire(f.pool)); /* created just now */
     tether_lease_release(must_acquire(f.pool)); /* 0 us later */
-    tether_vclock_advance(f.vc, 49 * 1000);
-    tether_lease_release(must_acquire(f.pool)); /* 49 us later */
+    advance_ms(&f, 9);
+    tether_lease_release(must_acquire(f.pool)); /* 9 ms later */
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.probes, 0);
-    tether_vclock_advance(f.vc, 50 * 1000);
-    tether_lease_release(must_acquire(f.pool)); /* 50 us: probed */
+    advance_ms(&f, 10);
+    tether_lease_release(must_acquire(f.pool)); /* 10 ms: probed */
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.probes, 1);
     teardown(&f);
@@ -671,7 +672,7 @@ static void test_probe_window(void **state) {
     tether_pool_opts po;
     virtual_opts(&f, 1000, &so, &po);
     po.max_size = 1;
-    po.probe_idle_us = 0;
+    po.probe_idle_ms = 0;
     setup_with(&f, &so, &po);
     for (int i = 0; i < 3; i++)
         tether_lease_release(must_acquire(f.pool));

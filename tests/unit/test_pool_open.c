@@ -23,7 +23,7 @@ static void test_maps_pool_keys(void **state) {
             "host=h1,h2 password=s3cret tether_pool_min=2 tether_pool_max=16 "
             "tether_acquire_timeout=3s tether_idle_timeout=1m "
             "tether_max_lifetime=10m tether_validate_idle=250ms "
-            "tether_probe_idle_us=0 tether_barge_limit_us=2500 "
+            "tether_probe_idle=0 tether_barge_limit_us=2500 "
             "tether_leak_threshold=30s tether_reset_query='DISCARD ALL' "
             "tether_retry='fixed base=10ms attempts=7' "
             "tether_breaker='breaker failures=9' tether_strategy=race "
@@ -36,7 +36,7 @@ static void test_maps_pool_keys(void **state) {
     assert_int_equal(k.o.idle_timeout_ms, 60000);
     assert_int_equal(k.o.max_lifetime_ms, 600000);
     assert_int_equal(k.o.validate_idle_ms, 250);
-    assert_int_equal(k.o.probe_idle_us, 0);
+    assert_int_equal(k.o.probe_idle_ms, 0);
     assert_int_equal(k.o.barge_limit_us, 2500);
     assert_int_equal(k.o.leak_threshold_ms, 30000);
     assert_string_equal(k.o.reset_query, "DISCARD ALL");
@@ -80,12 +80,11 @@ static void expect_open_error(const char *ci, const char *needle) {
 
 static void test_bad_values(void **state) {
     (void)state;
-    expect_open_error("host=a tether_probe_idle_us=-1 password=s3cret",
-                      "tether_probe_idle_us");
+    expect_open_error("host=a tether_probe_idle=-1ms password=s3cret",
+                      "tether_probe_idle");
     expect_open_error("host=a tether_barge_limit_us=1ms",
                       "tether_barge_limit_us");
-    expect_open_error("host=a tether_probe_idle_us=50us",
-                      "tether_probe_idle_us");
+    expect_open_error("host=a tether_probe_idle=10", "tether_probe_idle");
     expect_open_error("host=a tether_pool_min=9 tether_pool_max=2",
                       "tether_pool_min (9) is above tether_pool_max (2)");
     expect_open_error("host=a tether_pool_max=0", "tether_pool_max");
