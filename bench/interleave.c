@@ -36,7 +36,11 @@
  * from the call to the start of the work, over the calls that were served.
  * With --control the P phases run exactly as the D phases do (an A/A
  * test): its ratio shows how far apart two identical kinds land, the
- * method's own error. */
+ * method's own error. The client CPU per statement of each kind is each
+ * working thread's CPU time (CLOCK_THREAD_CPUTIME_ID, read at the start
+ * and end of its phases, not per statement) over the statements its
+ * phases did, settle time included; threads that only sleep through a
+ * phase are not counted. */
 #include "peers/query_common.c"
 
 #include <tether.h>
@@ -60,7 +64,9 @@ struct inter {
     int acquire;   /* 1: pooled phases acquire and release, not run() */
     int own_conns; /* 1: dedicated phases on libpq connections of their own */
     pthread_mutex_t lock;
-    lat_hist wait[2]; /* pooled phases: wait; dedicated: unused */
+    lat_hist wait[2];       /* pooled phases: wait; dedicated: unused */
+    uint64_t cpu_ns[2];     /* per kind: working threads' CPU time */
+    uint64_t statements[2]; /* per kind: statements done in that time */
     uint64_t errors;
     _Atomic uint64_t gave_up; /* pooled calls still waiting at phase end */
 };
@@ -113,8 +119,9 @@ static int64_t left_ms(const struct inter *c, uint64_t k, uint64_t now) {
  * phase: this thread's own (--own-conns), or by default one held from the
  * pool from the phase's start to its end, so that both kinds of phase
  * use the same server backends. */
-static void dedicated_phase(struct inter *c, struct q_thread *t, PGconn *own,
-                            uint64_t k) {
+static uint64_t dedicated_phase(struct inter *c, struct q_thread *t,
+                                PGconn *own, uint64_t k) {
+    uint64_t done = 0;
     tether_lease *l = NULL;
     PGconn *conn = own;
     if (!conn) {
@@ -125,7 +132,7 @@ static void dedicated_phase(struct inter *c, struct q_thread *t, PGconn *own,
             if (rc != TETHER_ETIMEDOUT)
                 t->errors++;
             bench_sleep_until(c->t0 + (k + 1) * c->phase_ns);
-            return;
+            return 0;
         }
         conn = tether_lease_handle(l);
     }
@@ -133,13 +140,16 @@ static void dedicated_phase(struct inter *c, struct q_thread *t, PGconn *own,
         uint64_t now = bench_now_ns();
         if (q_should_stop() || phase_of(c, now) != k)
             break;
-        if (q_select1(t, conn))
+        if (q_select1(t, conn)) {
             count(c, k, now);
-        else
+            done++;
+        } else {
             t->errors++;
+        }
     }
     if (l)
         tether_lease_release(l);
+    return done;
 }
 
 /* One pooled statement in acquire mode: acquire, SELECT 1, release. */
@@ -157,7 +167,8 @@ static int acquire_once(struct op_ctx *o, tether_error *err) {
 /* A pooled phase k: one tether_pool_run_for (or, with --acquire, one
  * acquire and release) per statement; a wait still unserved when the
  * phase ends gives up (TETHER_ETIMEDOUT, not an error). */
-static void pooled_phase(struct inter *c, struct q_thread *t, uint64_t k) {
+static uint64_t pooled_phase(struct inter *c, struct q_thread *t, uint64_t k) {
+    uint64_t done = 0;
     for (;;) {
         struct op_ctx o = {c, t, bench_now_ns(), k, 0};
         if (q_should_stop() || phase_of(c, o.t0) != k)
@@ -171,11 +182,20 @@ static void pooled_phase(struct inter *c, struct q_thread *t, uint64_t k) {
             atomic_fetch_add_explicit(&c->gave_up, 1, memory_order_relaxed);
             continue;
         }
-        if (rc != 0)
+        if (rc != 0) {
             t->errors++;
-        else if (!o.skipped)
+        } else if (!o.skipped) {
             count(c, k, o.t0);
+            done++;
+        }
     }
+    return done;
+}
+
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void *worker(void *arg) {
@@ -190,19 +210,27 @@ static void *worker(void *arg) {
         PQfinish(conn);
         return NULL;
     }
-    uint64_t zero = 0;
+    uint64_t zero = 0, cpu[2] = {0, 0}, done[2] = {0, 0};
     atomic_compare_exchange_strong(&c->t0, &zero, bench_now_ns());
     while (!q_should_stop()) {
-        uint64_t k = phase_of(c, bench_now_ns());
-        if (kind_of(k) == KIND_P && !c->control)
-            pooled_phase(c, t, k);
-        else if (holder)
-            dedicated_phase(c, t, conn, k);
-        else
+        uint64_t k = phase_of(c, bench_now_ns()), c0 = thread_cpu_ns();
+        int kind = kind_of(k);
+        if (kind == KIND_P && !c->control) {
+            done[kind] += pooled_phase(c, t, k);
+        } else if (holder) {
+            done[kind] += dedicated_phase(c, t, conn, k);
+        } else {
             bench_sleep_until(c->t0 + (k + 1) * c->phase_ns);
+            continue;
+        }
+        cpu[kind] += thread_cpu_ns() - c0;
     }
     PQfinish(conn);
     pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < 2; i++) {
+        c->cpu_ns[i] += cpu[i];
+        c->statements[i] += done[i];
+    }
     lat_hist_merge(&c->wait[KIND_P], &t->wait);
     c->errors += t->errors;
     pthread_mutex_unlock(&c->lock);
@@ -212,6 +240,13 @@ static void *worker(void *arg) {
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* The client CPU per statement of one kind, in us. */
+static double cpu_us(const struct inter *c, int kind) {
+    return c->statements[kind]
+               ? (double)c->cpu_ns[kind] / 1e3 / (double)c->statements[kind]
+               : 0;
 }
 
 /* Sums the complete phases; per block of four (D P P D) a ratio. */
@@ -244,20 +279,23 @@ static void report(const struct q_opts *o, struct inter *c, int phases) {
               "\"pooled_ops_per_sec\":%.0f,\"ratio_pct\":%.2f,"
               "\"block_ratio_q1_pct\":%.2f,\"block_ratio_median_pct\":%.2f,"
               "\"block_ratio_q3_pct\":%.2f,\"wait_p99_us\":%.1f,"
-              "\"wait_max_us\":%.1f,\"gave_up_at_phase_end\":%llu,"
+              "\"wait_max_us\":%.1f,\"dedicated_cpu_us\":%.3f,"
+              "\"pooled_cpu_us\":%.3f,\"gave_up_at_phase_end\":%llu,"
               "\"errors\":%llu}\n"
             : "interleave mode=%s dedicated=%s control=%d threads=%d pool=%d "
               "phase %.1f ms, %d blocks: dedicated %.0f ops/s, pooled %.0f "
               "ops/s, ratio %.2f %% "
               "(blocks: q1 %.1f, median %.1f, q3 %.1f); pooled wait p99 "
-              "%.1f us, max %.1f us; gave up at phase end %llu; errors %llu\n";
+              "%.1f us, max %.1f us; client CPU per statement dedicated %.3f "
+              "us, "
+              "pooled %.3f us; gave up at phase end %llu; errors %llu\n";
     printf(fmt, c->acquire ? "acquire" : "run", c->own_conns ? "own" : "held",
            c->control, o->threads, c->conns, (double)c->phase_ns / 1e6, nblocks,
            counted_s > 0 ? (double)sum[KIND_D] / counted_s : 0,
            counted_s > 0 ? (double)sum[KIND_P] / counted_s : 0, total, q1, med,
            q3, lat_hist_us(lat_hist_pct(&c->wait[KIND_P], 99)),
-           lat_hist_us(lat_hist_pct(&c->wait[KIND_P], 100)),
-           (unsigned long long)atomic_load(&c->gave_up),
+           lat_hist_us(lat_hist_pct(&c->wait[KIND_P], 100)), cpu_us(c, KIND_D),
+           cpu_us(c, KIND_P), (unsigned long long)atomic_load(&c->gave_up),
            (unsigned long long)c->errors);
     free(ratio);
 }
