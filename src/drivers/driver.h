@@ -55,7 +55,10 @@ struct tether_driver {
      * role change reported while idle, a shutdown notice), up or not: it
      * must not be handed out, and its pool should be cleared. The state the
      * driver holds is always looked at; with probe set, also the socket
-     * (for input or a hang-up that came while idle: one system call). */
+     * (for input or a hang-up that came while idle: one system call).
+     * Without probe, nothing has used conn since the driver last judged it
+     * (connect, reset, validate), so it may answer from its own flags
+     * without asking the client library again. */
     int (*alive)(void *conn, int probe);
     /* Round-trip validation within timeout_ms: 0 or a negative error. */
     int (*validate)(void *conn, int64_t timeout_ms, tether_error *err);

@@ -990,7 +990,12 @@ TETHER__HOT static int pq_alive(void *conn, int probe) {
     }
     if (c->fatal) /* a shutdown, crash or role change: clear the pool */
         return TETHER__FATAL_SEEN;
-    return !c->broken && !c->dying && PQstatus(c->pg) == CONNECTION_OK;
+    /* Without the probe, libpq has not run on c since connect, reset or
+     * validate found it OK: its status cannot have changed, and asking
+     * (a call into libpq and a line of its PGconn) costs a cache miss on
+     * the path that runs cold after each round trip. */
+    return !c->broken && !c->dying &&
+           (!probe || PQstatus(c->pg) == CONNECTION_OK);
 }
 
 static int pq_validate(void *conn, int64_t timeout_ms, tether_error *err) {

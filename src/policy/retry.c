@@ -56,10 +56,11 @@ typedef struct retry_counters {
 
 struct tether_retry {
     /* Read by every run (see run_fast): one line. */
-    int fast;                 /* first attempts may take run_fast */
-    int64_t first_timeout_ms; /* attempt 1's timeout_ms */
-    int64_t deadline_ms;      /* o.deadline_ms capped at MAX_MS; 0 = none */
-    tether_budget *budget;    /* o.budget */
+    int fast;                   /* first attempts may take run_fast */
+    int64_t first_timeout_ms;   /* attempt 1's timeout_ms */
+    int64_t deadline_ms;        /* o.deadline_ms capped at MAX_MS; 0 = none */
+    int64_t attempt_timeout_ms; /* o.attempt_timeout_ms */
+    tether_budget *budget;      /* o.budget */
 
     tether_retry_opts o; /* validated copy; classify and clock resolved */
     retry_counters c[STRIPES];
@@ -136,8 +137,10 @@ tether_class tether_classify_default(void *ctx, const tether_error *err,
 
 /* attempt_timeout is an attempt's timeout_ms: the per-attempt timeout,
  * capped by left_ms, what is left of the overall deadline (-1: none). */
-static int64_t attempt_timeout(const tether_retry_opts *o, int64_t left_ms) {
-    int64_t t = o->attempt_timeout_ms > 0 ? o->attempt_timeout_ms : -1;
+/* attempt_timeout caps an attempt at the policy's attempt_timeout_ms
+ * (<= 0: none) and at the left_ms of the run (-1: no deadline). */
+static int64_t attempt_timeout(int64_t attempt_timeout_ms, int64_t left_ms) {
+    int64_t t = attempt_timeout_ms > 0 ? attempt_timeout_ms : -1;
     return left_ms >= 0 && (t < 0 || left_ms < t) ? left_ms : t;
 }
 
@@ -195,8 +198,9 @@ int tether_retry_create(tether_retry **out, const tether_retry_opts *o,
     r->o.clock = tether__clock(o->clock);
     r->fast = !o->breaker && r->o.clock == tether_clock_real();
     r->deadline_ms = TETHER__MIN(o->deadline_ms, MAX_MS);
-    r->first_timeout_ms =
-        attempt_timeout(o, r->deadline_ms > 0 ? r->deadline_ms : -1);
+    r->attempt_timeout_ms = o->attempt_timeout_ms;
+    r->first_timeout_ms = attempt_timeout(
+        o->attempt_timeout_ms, r->deadline_ms > 0 ? r->deadline_ms : -1);
     r->budget = o->budget;
     *out = r;
     return 0;
@@ -396,8 +400,9 @@ static int attempt(run_state *x) {
     tether_attempt a;
     a.number = ++x->attempts;
     a.timeout_ms = attempt_timeout(
-        x->o, x->has_deadline ? (x->deadline_ns - x->now_ns) / TETHER__NS_PER_MS
-                              : -1);
+        x->o->attempt_timeout_ms,
+        x->has_deadline ? (x->deadline_ns - x->now_ns) / TETHER__NS_PER_MS
+                        : -1);
     a.deadline_ms = x->has_deadline ? x->deadline_ns / TETHER__NS_PER_MS : -1;
     BUMP(x->r, attempts, 1);
     if (a.number > 1) /* the run's start cleared it for the first */
@@ -571,9 +576,11 @@ TETHER__HOT static int run_fast(run_state *x, tether_retry *r, unsigned flags,
                                 tether_error *err) {
     int64_t start = tether__mono_ns();
     int64_t limit = run_limit_ms(r, timeout_ms);
-    tether_attempt a = {
-        1, timeout_ms < 0 ? r->first_timeout_ms : attempt_timeout(&r->o, limit),
-        -1};
+    tether_attempt a = {1,
+                        timeout_ms < 0
+                            ? r->first_timeout_ms
+                            : attempt_timeout(r->attempt_timeout_ms, limit),
+                        -1};
     if (limit >= 0)
         a.deadline_ms = (start + limit * TETHER__NS_PER_MS) / TETHER__NS_PER_MS;
     int rc = fn(arg, &a, err);

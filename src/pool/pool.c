@@ -194,6 +194,7 @@ int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
     p->validate_idle_ms = o->validate_idle_ms;
     p->probe_idle_ms = o->probe_idle_ms;
     p->leak_threshold_ms = o->leak_threshold_ms;
+    p->leak_on = o->leak_threshold_ms > 0;
     p->o.conninfo = p->conninfo;
     p->o.name = p->name;
     p->o.reset_query = p->reset_query;
@@ -383,7 +384,7 @@ TETHER__HOT static int checkout(tether_pool *p, tether_lease *s,
         s->checked_ms = now;
         validated = 1;
     }
-    if (p->leak_threshold_ms > 0) {
+    if (p->leak_on) {
         atomic_store_explicit(&s->file, file, memory_order_relaxed);
         atomic_store_explicit(&s->line, line, memory_order_relaxed);
         atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
@@ -852,7 +853,7 @@ TETHER__HOT void tether_lease_release(tether_lease *s) {
         return;
     }
     s->released_ms = s->checked_ms = tether__pool_now(p);
-    if (p->leak_threshold_ms > 0)
+    if (p->leak_on)
         atomic_store_explicit(&s->acquired_ms, NOT_HELD, memory_order_relaxed);
     remember(p, s);
     tether__pool_put_idle(p, s);

@@ -11,6 +11,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 
 /* Slot states. A slot holds at most one connection. */
 enum {
@@ -83,31 +84,37 @@ typedef struct waiter {
 enum { WAKE_NONE = 0, WAKE_CREATE, WAKE_CLOSED };
 
 struct tether_pool {
-    /* Read on every acquire and release: one line. */
+    /* Everything acquire, release and run() read when an idle connection
+     * is there, on one line: the path runs with cold caches after each
+     * round trip to the server, and every further line it touches is a
+     * miss (docs/pool.md). gen and closing change on clear and close;
+     * waiters on every wait, when the waits' own line is written too. */
     const tether_driver *drv;
     uint64_t id;
-    int real_clock;
-    int nslots;
-    tether_lease *slots;
     tether_retry *retry;
     char *reset_query;
-    int64_t validate_idle_ms;  /* o.validate_idle_ms */
-    int64_t leak_threshold_ms; /* o.leak_threshold_ms */
-    int64_t probe_idle_ms;     /* o.probe_idle_ms */
+    int64_t validate_idle_ms; /* o.validate_idle_ms */
+    int64_t probe_idle_ms;    /* o.probe_idle_ms */
+    _Atomic int waiters;
+    _Atomic uint32_t gen;
+    _Atomic int closing;
+    unsigned char real_clock;
+    unsigned char leak_on; /* o.leak_threshold_ms > 0 */
 
     /* Read-mostly: configuration and handles. */
+    _Alignas(64) int nslots;
+    tether_lease *slots;
+    int64_t leak_threshold_ms; /* o.leak_threshold_ms */
     tether_pool_opts o;
     tether_breaker *breaker;
     char *conninfo, *name;
     tether_connector *own_connector; /* tether_pool_open's */
 
-    /* Written on every wait: a line of its own. */
-    _Alignas(64) _Atomic int waiters;
-    _Atomic int64_t head_since_ns; /* when the first waiter became first */
-    _Atomic int head_unarmed;      /* it is asleep, or became first by a
-                                      hand-over and was not woken */
-    _Atomic uint32_t gen;
-    _Atomic int closing;
+    /* Written on waits (hand-over turns): a line of its own. */
+    _Alignas(64) _Atomic int64_t head_since_ns; /* when the first waiter
+                                                   became first */
+    _Atomic int head_unarmed; /* it is asleep, or became first by a
+                                 hand-over and was not woken */
 
     /* The slow path: everything below is guarded by lock. */
     _Alignas(64) pthread_mutex_t lock;
@@ -131,6 +138,10 @@ struct tether_pool {
     /* The housekeeper's subscription to the core ticker. */
     tether__tick_sub tick;
 };
+
+/* The fast path's fields fill the first line and no more. */
+_Static_assert(offsetof(struct tether_pool, nslots) == 64,
+               "tether_pool: the fast path's fields must fit one line");
 
 /* slot_state returns s's state without the in-flight count. */
 static inline int slot_state(const tether_lease *s) {
