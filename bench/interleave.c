@@ -31,7 +31,10 @@
  * a call served after its phase ended does no statement. The first settle
  * ms (default 2) of each phase are not counted: they hold the switch
  * between kinds. The ratio is pooled ops / dedicated ops over the counted
- * time; its spread is shown over blocks of four phases (D P P D). Waits
+ * time; its spread is shown over blocks of four phases (D P P D). Both
+ * loops do the same bookkeeping per statement (two clock reads, one
+ * histogram entry: the pooled one's wait), so that what differs is the
+ * pool's own work. Waits
  * for a connection in pooled phases are timed like tether bench query's:
  * from the call to the start of the work, over the calls that were served.
  * With --control the P phases run exactly as the D phases do (an A/A
@@ -140,6 +143,9 @@ static uint64_t dedicated_phase(struct inter *c, struct q_thread *t,
         uint64_t now = bench_now_ns();
         if (q_should_stop() || phase_of(c, now) != k)
             break;
+        /* The pooled loop's bookkeeping, without the pool: work() times
+         * the wait with a second clock read into a histogram. */
+        lat_hist_add(&t->op, bench_now_ns() - now);
         if (q_select1(t, conn)) {
             count(c, k, now);
             done++;
