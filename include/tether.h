@@ -621,7 +621,9 @@ TETHER_API void tether_retry_destroy(tether_retry *r);
  * or an open breaker (returns TETHER_EOPEN, err->cause the failure
  * behind it). Otherwise returns fn's last code. err
  * receives the last failure with stop, attempts and elapsed_ms set; on
- * success it is cleared but for attempts and elapsed_ms. A suggested pause
+ * success it is cleared but for attempts and elapsed_ms (when the first
+ * attempt succeeds on the real clock, elapsed_ms is told by the coarse
+ * clock, in 10 ms ticks: 0 for most quick runs). A suggested pause
  * (retry_after_ms) is honoured for any retried failure, never past the
  * deadline.
  *
