@@ -623,7 +623,9 @@ TETHER_API void tether_retry_destroy(tether_retry *r);
  * receives the last failure with stop, attempts and elapsed_ms set; on
  * success it is cleared but for attempts and elapsed_ms (when the first
  * attempt succeeds on the real clock, elapsed_ms is told by the coarse
- * clock, in 10 ms ticks: 0 for most quick runs). A suggested pause
+ * clock: the 10 ms ticks of the thread that serves open pools, or the
+ * kernel's coarse clock (a few ms) when none is open; 0 for most quick
+ * runs). A suggested pause
  * (retry_after_ms) is honoured for any retried failure, never past the
  * deadline.
  *

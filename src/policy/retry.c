@@ -593,7 +593,8 @@ TETHER__HOT static int run_fast(run_state *x, tether_retry *r, unsigned flags,
             tether_budget_success(r->budget, 0);
         tether_error_clear(err);
         err->attempts = 1;
-        err->elapsed_ms = tether__ticker_ms() - tick;
+        int64_t took = tether__ticker_ms() - tick; /* < 0 if the ticker */
+        err->elapsed_ms = took > 0 ? took : 0;     /* stopped meanwhile */
         BUMP(r, quick, 1);
         return 0;
     }

@@ -647,16 +647,6 @@ static void unreserve(tether_pool *p) {
     pthread_mutex_unlock(&p->lock);
 }
 
-/* Sleep once (lock held) until woken, the deadline, or, for the first
- * waiter in barging mode, the next poll. The poll comes 2 x barge_limit_us
- * after the last: in a busy pool the first release after the head falls
- * overdue hands it a connection within microseconds, and a poll due at
- * the very moment it falls overdue would wake it for nothing just before
- * (docs/pool.md). The first waiter marks itself asleep (head_unarmed) and
- * then looks once more for an idle connection (*s): a release publishes
- * its slot before it reads the mark, so either this look finds the slot
- * or that release wakes us when it leaves the last connection idle
- * (wake_unarmed_head). Returns 0 at the deadline. */
 /* head_look is what the first waiter w takes when it looks before a
  * sleep, by the rule its hand-overs follow (head_takes): the connection
  * its thread used last if that is idle; another idle one only once it may
@@ -674,6 +664,16 @@ static tether_lease *head_look(tether_pool *p, const waiter *w) {
     return NULL;
 }
 
+/* Sleep once (lock held) until woken, the deadline, or, for the first
+ * waiter in barging mode, the next poll. The poll comes 2 x barge_limit_us
+ * after the last: in a busy pool the first release after the head falls
+ * overdue hands it a connection within microseconds, and a poll due at
+ * the very moment it falls overdue would wake it for nothing just before
+ * (docs/pool.md). The first waiter marks itself asleep (head_unarmed) and
+ * then looks once more for an idle connection (*s): a release publishes
+ * its slot before it reads the mark, so either this look finds the slot
+ * or that release wakes us when it leaves the last connection idle
+ * (wake_unarmed_head). Returns 0 at the deadline. */
 static int sleep_turn(acq *a, waiter *w, tether_lease **s) {
     tether_pool *p = a->p;
     int64_t until = a->deadline_ns;
