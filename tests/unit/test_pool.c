@@ -515,7 +515,10 @@ static void check_head_prefers_last(int last_comes_back) {
     tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
     assert_ptr_equal(x, a.first); /* the idle one, then a new one */
     atomic_store(&a.phase, 2);
-    wait_for_waiters(f.pool, 1);
+    /* Past its rescan, which takes any idle connection (a release that ran
+     * before the waiter was queued must not be missed): only asleep does
+     * it judge y by its preference. */
+    wait_head_asleep(f.pool);
     age_head(f.pool, limit_ms + 1); /* overdue */
     tether_lease_release(y);        /* but not the one it used */
     wait_ticks(3);                  /* two ticks offered y, in vain */
