@@ -105,5 +105,6 @@ int cli_sim(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_bench_query(int argc, char **argv);
 int cli_probe(int argc, char **argv);
+int cli_demo(int argc, char **argv);
 
 #endif

@@ -12,6 +12,8 @@ static const cli_command commands[] = {
     {"sim", "simulate a reconnect storm (tether sim storm)", cli_sim},
     {"bench", "benchmark the pool (tether bench cycle)", cli_bench},
     {"probe", "connect once and show every attempt", cli_probe},
+    {"demo", "a live workload while the database fails (scratch cluster)",
+     cli_demo},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

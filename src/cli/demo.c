@@ -1,0 +1,745 @@
+/* demo.c - `tether demo`: a scratch primary and streaming standby, one
+ * pool under a live workload, and the database failing on a schedule
+ * (faults.h). Live progress on stderr; the closing report (text, or with
+ * --json one JSON object) on stdout; --svg FILE draws the timeline.
+ *
+ * The workload: T threads (default 16) on a pool of P (default 8), each
+ * statement through tether_pool_run: reads and value-setting updates of a
+ * small table (idempotent: retried across faults), and inserts of unique
+ * ids (not idempotent: retried only when they surely never reached the
+ * server). At the end the inserts are counted in the database: an id
+ * there twice is a duplicate, an acknowledged id not there is missing. */
+#include "cli.h"
+#include "demo.h"
+
+#include <libpq-fe.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CMD "demo"
+#define MAX_SECONDS 3600
+#define STMT_TIMEOUT_MS 3000 /* a statement's own bound within its attempt */
+
+typedef struct demo_opts {
+    int threads, pool;
+    int64_t seconds_ms;
+    int json, faults;
+    const char *svg;
+} demo_opts;
+
+static struct demo {
+    demo_opts o;
+    fault_cluster cl;
+    tether_pool *pool;
+    int64_t t0_ns;
+    atomic_int stop;
+    pthread_mutex_t lock; /* secs */
+    sec_stats *secs;
+    int nsecs;
+    fault_rec faults[FAULT_MAX_EVENTS];
+    int nfaults;
+    atomic_int cur_fault; /* index of the last fault begun, -1: none */
+    atomic_uint_fast64_t ops, app_errors, write_failures, writes_acked;
+    char first_error[TETHER_MSG_MAX];
+    int tty;
+    char shown_primary[64];
+} D;
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig) {
+    interrupted = sig;
+    atomic_store(&D.stop, 1);
+}
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ((int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec - D.t0_ns) / 1000000;
+}
+
+/* Sleep until ms on the run's clock, or the stop flag; returns 0 then. */
+static int sleep_until(int64_t ms) {
+    while (!atomic_load(&D.stop)) {
+        int64_t left = ms - now_ms();
+        if (left <= 0)
+            return 1;
+        struct timespec ts = {0, (left > 100 ? 100 : left) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+/* ---- the work ------------------------------------------------------------ */
+
+typedef struct stmt {
+    const char *sql;
+    int nparams;
+    char p[2][24];
+} stmt;
+
+/* Run s on conn within the attempt's time (and STMT_TIMEOUT_MS): sent
+ * without blocking, its result awaited with poll. A statement that runs
+ * out of time leaves the session busy: the pool discards the connection
+ * (its reset finds a query in flight). */
+static int run_stmt(PGconn *conn, const stmt *s, const tether_attempt *a,
+                    tether_error *err) {
+    const char *vals[2] = {s->p[0], s->p[1]};
+    if (!PQsendQueryParams(conn, s->sql, s->nparams, NULL, vals, NULL, NULL, 0))
+        return tether_pq_error(conn, NULL, err);
+    int64_t limit = a->timeout_ms >= 0 && a->timeout_ms < STMT_TIMEOUT_MS
+                        ? a->timeout_ms
+                        : STMT_TIMEOUT_MS;
+    int64_t until = now_ms() + limit;
+    while (PQisBusy(conn)) {
+        int64_t left = until - now_ms();
+        struct pollfd pfd = {PQsocket(conn), POLLIN, 0};
+        if (left <= 0 || poll(&pfd, 1, (int)left) == 0)
+            return tether_error_set(
+                err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
+                "statement ran past %lld ms", (long long)limit);
+        if (!PQconsumeInput(conn))
+            return tether_pq_error(conn, NULL, err);
+    }
+    int rc = 0;
+    PGresult *r;
+    while ((r = PQgetResult(conn)) != NULL) {
+        ExecStatusType st = PQresultStatus(r);
+        if (rc == 0 && st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+            rc = tether_pq_error(conn, r, err);
+        PQclear(r);
+    }
+    return rc;
+}
+
+static int work(void *conn, void *arg, const tether_attempt *a,
+                tether_error *err) {
+    return run_stmt(conn, arg, a, err);
+}
+
+/* ---- the workers --------------------------------------------------------- */
+
+typedef struct worker {
+    int index;
+    uint64_t seed, seq;
+    uint64_t *acked; /* ids of acknowledged inserts */
+    size_t nacked, cap;
+    pthread_t th;
+} worker;
+
+static uint64_t rnd(worker *w) {
+    w->seed ^= w->seed << 13;
+    w->seed ^= w->seed >> 7;
+    w->seed ^= w->seed << 17;
+    return w->seed;
+}
+
+static void note_ack(worker *w, uint64_t id) {
+    if (w->nacked == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 4096;
+        uint64_t *a = realloc(w->acked, cap * sizeof(*a));
+        if (!a)
+            return; /* not counted: the report's check covers fewer ids */
+        w->acked = a;
+        w->cap = cap;
+    }
+    w->acked[w->nacked++] = id;
+}
+
+/* Account one finished statement started at t_start. */
+static void account(int64_t t_start, int64_t t_end, int ok, int idempotent,
+                    const tether_error *err) {
+    int f = atomic_load(&D.cur_fault);
+    fault_rec *fr = f >= 0 ? &D.faults[f] : NULL;
+    if (ok && fr && fr->inforce_ms && t_start >= fr->inforce_ms) {
+        int_fast64_t zero = 0;
+        atomic_compare_exchange_strong(&fr->first_ok_ms, &zero, t_end);
+    }
+    if (!ok && fr) {
+        if (idempotent)
+            atomic_fetch_add(&fr->app_errors, 1);
+        else
+            atomic_fetch_add(&fr->write_failures, 1);
+    }
+    if (ok)
+        atomic_fetch_add(&D.ops, 1);
+    else if (idempotent)
+        atomic_fetch_add(&D.app_errors, 1);
+    else
+        atomic_fetch_add(&D.write_failures, 1);
+    int s = (int)(t_end / 1000);
+    pthread_mutex_lock(&D.lock);
+    if (s < D.nsecs) {
+        sec_stats *ss = &D.secs[s];
+        if (ok) {
+            ss->ops++;
+            lat_hist_add(&ss->lat, (uint64_t)(t_end - t_start) * 1000000u);
+        } else if (idempotent) {
+            ss->app_errors++;
+        } else {
+            ss->write_failures++;
+        }
+    }
+    if (!ok && idempotent && !D.first_error[0])
+        snprintf(D.first_error, sizeof(D.first_error), "%s", err->message);
+    pthread_mutex_unlock(&D.lock);
+}
+
+static void *worker_main(void *arg) {
+    worker *w = arg;
+    while (!atomic_load(&D.stop)) {
+        stmt s = {0};
+        unsigned pick = (unsigned)(rnd(w) % 100);
+        unsigned flags = TETHER_IDEMPOTENT;
+        uint64_t id = 0;
+        snprintf(s.p[0], sizeof(s.p[0]), "%u", (unsigned)(rnd(w) % 1000) + 1);
+        if (pick < 60) {
+            s.sql = "SELECT v FROM demo_kv WHERE id = $1";
+            s.nparams = 1;
+        } else if (pick < 85) {
+            s.sql = "UPDATE demo_kv SET v = $2 WHERE id = $1";
+            s.nparams = 2;
+            snprintf(s.p[1], sizeof(s.p[1]), "%u", (unsigned)rnd(w) % 100000);
+        } else {
+            id = ((uint64_t)(w->index + 1) << 32) | ++w->seq;
+            s.sql = "INSERT INTO demo_once (op_id) VALUES ($1)";
+            s.nparams = 1;
+            snprintf(s.p[0], sizeof(s.p[0]), "%llu", (unsigned long long)id);
+            flags = 0; /* not idempotent */
+        }
+        tether_error err;
+        int64_t t = now_ms();
+        int rc = tether_pool_run(D.pool, flags, work, &s, &err);
+        if (rc == 0 && id) {
+            note_ack(w, id);
+            atomic_fetch_add(&D.writes_acked, 1);
+        }
+        if (atomic_load(&D.stop) && rc == TETHER_ECLOSED)
+            break;
+        account(t, now_ms(), rc == 0, flags != 0, &err);
+    }
+    return NULL;
+}
+
+/* ---- schema and the final count ------------------------------------------ */
+
+static int setup_schema(char *why, size_t n) {
+    static stmt ddl[] = {
+        {"DROP TABLE IF EXISTS demo_kv, demo_once", 0, {"", ""}},
+        {"CREATE TABLE demo_kv (id int PRIMARY KEY, v bigint NOT NULL)",
+         0,
+         {"", ""}},
+        {"INSERT INTO demo_kv SELECT g, 0 FROM generate_series(1, 1000) g",
+         0,
+         {"", ""}},
+        /* no unique key: a duplicate must be countable */
+        {"CREATE TABLE demo_once (op_id bigint NOT NULL)", 0, {"", ""}},
+    };
+    for (size_t i = 0; i < sizeof(ddl) / sizeof(ddl[0]); i++) {
+        tether_error err;
+        if (tether_pool_run(D.pool, TETHER_IDEMPOTENT, work, &ddl[i], &err)) {
+            snprintf(why, n, "creating the schema: %s", err.message);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef struct once_count {
+    int64_t rows, duplicates, missing, checked;
+} once_count;
+
+/* Count the inserts in the database against the acknowledged ids. */
+static int count_once(worker *ws, int nw, once_count *oc, char *why, size_t n) {
+    char ci[1024];
+    fault_cluster direct = D.cl;
+    direct.proxy_port[0] = direct.proxy_port[1] = 0; /* to the servers */
+    fault_cluster_conninfo(&direct, "tether-demo-check",
+                           "target_session_attrs=read-write connect_timeout=10",
+                           ci, sizeof(ci));
+    PGconn *c = PQconnectdb(ci);
+    PGresult *r = NULL;
+    if (PQstatus(c) == CONNECTION_OK)
+        r = PQexec(c, "SELECT op_id, count(*) FROM demo_once GROUP BY op_id "
+                      "ORDER BY op_id");
+    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
+        snprintf(why, n, "counting the inserts: %s", PQerrorMessage(c));
+        PQclear(r);
+        PQfinish(c);
+        return -1;
+    }
+    size_t total = 0;
+    for (int i = 0; i < nw; i++)
+        total += ws[i].nacked;
+    uint64_t *acked = malloc((total + 1) * sizeof(*acked));
+    size_t k = 0;
+    for (int i = 0; acked && i < nw; i++)
+        for (size_t j = 0; j < ws[i].nacked; j++)
+            acked[k++] = ws[i].acked[j];
+    memset(oc, 0, sizeof(*oc));
+    if (acked)
+        qsort(acked, k, sizeof(*acked), cmp_u64);
+    int rows = PQntuples(r);
+    size_t a = 0;
+    for (int i = 0; i < rows; i++) {
+        uint64_t id = strtoull(PQgetvalue(r, i, 0), NULL, 10);
+        int64_t cnt = strtoll(PQgetvalue(r, i, 1), NULL, 10);
+        oc->rows += cnt;
+        if (cnt > 1)
+            oc->duplicates += cnt - 1;
+        while (acked && a < k && acked[a] < id)
+            oc->missing++, a++; /* acknowledged, not in the table */
+        if (acked && a < k && acked[a] == id)
+            a++;
+    }
+    if (acked)
+        oc->missing += (int64_t)(k - a);
+    oc->checked = (int64_t)k;
+    free(acked);
+    PQclear(r);
+    PQfinish(c);
+    return 0;
+}
+
+/* ---- the fault thread ------------------------------------------------------
+ */
+
+static void announce(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static void announce(const char *fmt, ...) {
+    char line[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    int64_t t = now_ms();
+    fprintf(stderr, "%s[%3lld.%01llds] %s\n", D.tty ? "\r\033[K" : "",
+            (long long)(t / 1000), (long long)(t % 1000 / 100), line);
+}
+
+/* Wait until the fault fr has seen its first success (each fault's
+ * recovery is its own: the next waits for it), at most RECOVERY_WAIT_MS. */
+#define RECOVERY_WAIT_MS 15000
+static int wait_recovered(const fault_rec *fr) {
+    int64_t until = now_ms() + RECOVERY_WAIT_MS;
+    while (!atomic_load(&fr->first_ok_ms) && now_ms() < until)
+        if (!sleep_until(now_ms() + 20))
+            return 0;
+    return 1;
+}
+
+static void *fault_main(void *arg) {
+    (void)arg;
+    int64_t not_before = 0;
+    for (int i = 0; i < D.nfaults; i++) {
+        fault_rec *fr = &D.faults[i];
+        int64_t at = fr->e.at_ms > not_before ? fr->e.at_ms : not_before;
+        if (at + 2000 > D.o.seconds_ms) {
+            announce("fault: %s: no time left in the run: skipped",
+                     fault_kind_name(fr->e.kind));
+            continue;
+        }
+        if (!sleep_until(at))
+            return NULL;
+        fr->start_ms = now_ms();
+        atomic_store(&D.cur_fault, i);
+        announce("fault: %s", fault_kind_name(fr->e.kind));
+        fr->applied =
+            fault_begin(&D.cl, &fr->e, fr->detail, sizeof(fr->detail)) == 0;
+        fr->inforce_ms = now_ms();
+        announce("fault: %s in force after %lld ms: %s%s",
+                 fault_kind_name(fr->e.kind),
+                 (long long)(fr->inforce_ms - fr->start_ms),
+                 fr->applied ? "" : "not done: ", fr->detail);
+        if (!fr->applied)
+            continue;
+        if (fr->e.hold_ms)
+            sleep_until(fr->inforce_ms + fr->e.hold_ms);
+        char detail[200];
+        if (fault_end(&D.cl, &fr->e, detail, sizeof(detail)) != 0)
+            announce("fault: %s: ending it failed: %s",
+                     fault_kind_name(fr->e.kind), detail);
+        else if (fr->e.kind != FAULT_TERMINATE)
+            announce("fault: %s ends%s", fault_kind_name(fr->e.kind),
+                     fr->e.kind == FAULT_FAILOVER ? ": standby promoted" : "");
+        if (!wait_recovered(fr))
+            return NULL;
+        not_before = now_ms() + 1000;
+    }
+    return NULL;
+}
+
+/* ---- progress --------------------------------------------------------------
+ */
+
+static uint64_t p99_ms_x10(const lat_hist *h) {
+    return lat_hist_pct(h, 99) / 100000u;
+}
+
+static void progress(int64_t t, uint64_t last_ops, int64_t dt_ms) {
+    tether_pool_metrics m;
+    tether_pool_metrics_get(D.pool, &m);
+    uint64_t ops = atomic_load(&D.ops);
+    int s = (int)(t / 1000) - 1;
+    uint64_t p99 = 0;
+    pthread_mutex_lock(&D.lock);
+    if (s >= 0 && s < D.nsecs)
+        p99 = p99_ms_x10(&D.secs[s].lat);
+    pthread_mutex_unlock(&D.lock);
+    int w = D.cl.writable;
+    char line[300];
+    snprintf(
+        line, sizeof(line),
+        "%3llds %6.0f ops/s  p99 %5.1f ms  retries %llu  errors %llu  "
+        "writes failed %llu  breaker %s  primary %s:%d",
+        (long long)(t / 1000),
+        dt_ms > 0 ? (double)(ops - last_ops) * 1000.0 / (double)dt_ms : 0.0,
+        (double)p99 / 10.0, (unsigned long long)m.retries,
+        (unsigned long long)atomic_load(&D.app_errors),
+        (unsigned long long)atomic_load(&D.write_failures),
+        tether_breaker_state_name(m.breaker_state), D.cl.host, D.cl.port[w]);
+    struct winsize ws;
+    if (D.tty && ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 &&
+        ws.ws_col <= sizeof(line))
+        line[ws.ws_col - 1] = '\0'; /* one row, or \r cannot redraw it */
+    if (D.tty)
+        fprintf(stderr, "\r\033[K%s", line);
+    else
+        fprintf(stderr, "%s\n", line);
+}
+
+static void sample_second(int s) {
+    tether_pool_metrics m;
+    tether_pool_metrics_get(D.pool, &m);
+    pthread_mutex_lock(&D.lock);
+    if (s >= 0 && s < D.nsecs)
+        D.secs[s].retries = m.retries;
+    pthread_mutex_unlock(&D.lock);
+}
+
+/* ---- the report -------------------------------------------------------------
+ */
+
+static int64_t recovery_ms(const fault_rec *fr) {
+    int64_t ok = atomic_load(&fr->first_ok_ms);
+    return fr->applied && ok ? ok - fr->inforce_ms : -1;
+}
+
+static void report_text(const once_count *oc, const tether_pool_metrics *m,
+                        int64_t ran_ms) {
+    printf("\ntether demo: %d threads on a pool of %d, %.1f s, primary and "
+           "streaming standby on %s\n\n",
+           D.o.threads, D.o.pool, (double)ran_ms / 1000.0, D.cl.host);
+    printf("%-10s %7s %10s %7s %7s  %s\n", "fault", "at", "recovered", "errors",
+           "writes", "what was done");
+    for (int i = 0; i < D.nfaults; i++) {
+        const fault_rec *fr = &D.faults[i];
+        if (!fr->start_ms)
+            continue;
+        int64_t rec = recovery_ms(fr);
+        char recs[32];
+        if (rec >= 0)
+            snprintf(recs, sizeof(recs), "%lld ms", (long long)rec);
+        else
+            snprintf(recs, sizeof(recs), fr->applied ? "never" : "-");
+        printf("%-10s %6.1fs %10s %7llu %7llu  %s\n",
+               fault_kind_name(fr->e.kind), (double)fr->start_ms / 1000.0, recs,
+               (unsigned long long)atomic_load(&fr->app_errors),
+               (unsigned long long)atomic_load(&fr->write_failures),
+               fr->detail);
+    }
+    printf("\n(recovered: from the fault in force to the first success of a "
+           "statement begun after;\n errors: failures idempotent work saw; "
+           "writes: non-idempotent inserts that failed)\n\n");
+    printf("statements       %llu succeeded (%.0f/s)\n",
+           (unsigned long long)atomic_load(&D.ops),
+           ran_ms ? (double)atomic_load(&D.ops) * 1000.0 / (double)ran_ms : 0);
+    printf("app errors       %llu  (idempotent work; retried by run() "
+           "within its deadline)\n",
+           (unsigned long long)atomic_load(&D.app_errors));
+    if (D.first_error[0])
+        printf("  first error    %s\n", D.first_error);
+    printf("retries          %llu\n", (unsigned long long)m->retries);
+    printf("connections      %llu opened, %llu connect failures\n",
+           (unsigned long long)m->created,
+           (unsigned long long)m->connect_failures);
+    printf("at most once     %lld inserts acknowledged; in the database: "
+           "%lld rows, %lld duplicates, %lld missing\n",
+           (long long)oc->checked, (long long)oc->rows,
+           (long long)oc->duplicates, (long long)oc->missing);
+    printf("                 %llu inserts failed (may or may not have "
+           "reached the server: not retried)\n",
+           (unsigned long long)atomic_load(&D.write_failures));
+}
+
+static void report_json(const once_count *oc, const tether_pool_metrics *m,
+                        int64_t ran_ms) {
+    int64_t failover = -1;
+    printf("{\"seconds\":%.1f,\"threads\":%d,\"pool\":%d,\"ops\":%llu,"
+           "\"app_errors\":%llu,\"write_failures\":%llu,\"retries\":%llu,"
+           "\"connections_opened\":%llu,\"writes_acked\":%lld,"
+           "\"rows\":%lld,\"duplicates\":%lld,\"missing\":%lld,\"faults\":[",
+           (double)ran_ms / 1000.0, D.o.threads, D.o.pool,
+           (unsigned long long)atomic_load(&D.ops),
+           (unsigned long long)atomic_load(&D.app_errors),
+           (unsigned long long)atomic_load(&D.write_failures),
+           (unsigned long long)m->retries, (unsigned long long)m->created,
+           (long long)oc->checked, (long long)oc->rows,
+           (long long)oc->duplicates, (long long)oc->missing);
+    int first = 1;
+    for (int i = 0; i < D.nfaults; i++) {
+        const fault_rec *fr = &D.faults[i];
+        if (!fr->start_ms)
+            continue;
+        int64_t rec = recovery_ms(fr);
+        if (fr->e.kind == FAULT_FAILOVER)
+            failover = rec;
+        printf("%s{\"kind\":\"%s\",\"at_ms\":%lld,\"applied\":%s,"
+               "\"recovery_ms\":%lld,\"app_errors\":%llu,"
+               "\"write_failures\":%llu,\"detail\":",
+               first ? "" : ",", fault_kind_name(fr->e.kind),
+               (long long)fr->start_ms, fr->applied ? "true" : "false",
+               (long long)rec, (unsigned long long)atomic_load(&fr->app_errors),
+               (unsigned long long)atomic_load(&fr->write_failures));
+        cli_json_str(fr->detail);
+        printf("}");
+        first = 0;
+    }
+    printf("],\"failover_ms\":%lld,\"first_error\":", (long long)failover);
+    cli_json_str(D.first_error);
+    printf("}\n");
+}
+
+/* ---- options
+ * ------------------------------------------------------------------ */
+
+enum {
+    OPT_THREADS = 256,
+    OPT_POOL,
+    OPT_SECONDS,
+    OPT_JSON,
+    OPT_SVG,
+    OPT_NO_FAULTS
+};
+
+static const struct option demo_options[] = {
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"pool", required_argument, NULL, OPT_POOL},
+    {"seconds", required_argument, NULL, OPT_SECONDS},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"svg", required_argument, NULL, OPT_SVG},
+    {"no-faults", no_argument, NULL, OPT_NO_FAULTS},
+    {NULL, 0, NULL, 0}};
+
+static int take_opt(void *ctx, int opt, const char *v) {
+    demo_opts *o = ctx;
+    switch (opt) {
+    case OPT_THREADS:
+        return cli_parse_count(CMD, "--threads", v, 1, 256, &o->threads);
+    case OPT_POOL:
+        return cli_parse_count(CMD, "--pool", v, 1, 15, &o->pool);
+    case OPT_SECONDS:
+        if (cli_parse_seconds(CMD, v, &o->seconds_ms))
+            return CLI_USAGE;
+        if (o->seconds_ms < 10000 || o->seconds_ms > MAX_SECONDS * 1000LL)
+            return cli_usage_error(CMD,
+                                   "bad value '%s' for --seconds: want 10 s "
+                                   "to %d s (the faults need room)",
+                                   v, MAX_SECONDS);
+        return 0;
+    case OPT_JSON:
+        o->json = 1;
+        return 0;
+    case OPT_SVG:
+        o->svg = v;
+        return 0;
+    case OPT_NO_FAULTS:
+        o->faults = 0;
+        return 0;
+    default:
+        return cli_usage_error(CMD, "unexpected argument '%s'", v);
+    }
+}
+
+static void help(void) {
+    printf(
+        "usage: tether demo [--seconds N] [--threads T] [--pool P] [--json]\n"
+        "                   [--svg FILE] [--no-faults]\n\n"
+        "Starts a scratch PostgreSQL primary and streaming standby on "
+        "127.0.0.1\n(scripts/pg-cluster; as root the servers run as the "
+        "system user tetherpg),\nruns a workload through one tether pool "
+        "and breaks the database on a\nschedule: backend terminations, a "
+        "fast restart, a hang (SIGSTOP), too many\nconnections, a "
+        "blackhole (fault proxy) and a failover to the standby.\n"
+        "Everything it started is stopped and removed at the end, on "
+        "Ctrl-C and on\nfailure.\n\n"
+        "  --seconds N   how long the workload runs (default 60, at least "
+        "10)\n"
+        "  --threads T   application threads (default 16)\n"
+        "  --pool P      pool size (default 8, at most 15: the servers "
+        "allow 17)\n"
+        "  --json        the report as one JSON object on stdout\n"
+        "  --svg FILE    write a timeline of throughput, p99 latency, "
+        "retries,\n"
+        "                errors and the faults to FILE\n"
+        "  --no-faults   the workload alone\n\n"
+        "Progress goes to stderr: one redrawn line on a terminal, a line a "
+        "second\notherwise. Exit status: 0, or 1 when idempotent work saw "
+        "an error, an\ninsert was applied twice or an acknowledged one is "
+        "missing.\n");
+}
+
+static int finish(worker *ws, int nw, int64_t ran_ms) {
+    once_count oc = {0};
+    char why[300] = "";
+    int rc = CLI_OK;
+    if (count_once(ws, nw, &oc, why, sizeof(why)) != 0) {
+        fprintf(stderr, "tether demo: %s\n", why);
+        rc = CLI_FAIL;
+    }
+    tether_pool_metrics m;
+    tether_pool_metrics_get(D.pool, &m);
+    if (D.o.json)
+        report_json(&oc, &m, ran_ms);
+    else
+        report_text(&oc, &m, ran_ms);
+    if (D.o.svg && demo_svg(D.o.svg, D.secs, (int)(ran_ms / 1000), D.faults,
+                            D.nfaults, why, sizeof(why)) != 0) {
+        fprintf(stderr, "tether demo: --svg: %s\n", why);
+        rc = CLI_FAIL;
+    }
+    if (atomic_load(&D.app_errors) || oc.duplicates || oc.missing)
+        rc = CLI_FAIL;
+    return rc;
+}
+
+static int run_workload(void) {
+    int nw = D.o.threads;
+    worker *ws = calloc((size_t)nw, sizeof(*ws));
+    if (!ws)
+        return CLI_FAIL;
+    for (int i = 0; i < nw; i++) {
+        ws[i].index = i;
+        ws[i].seed = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
+        pthread_create(&ws[i].th, NULL, worker_main, &ws[i]);
+    }
+    pthread_t ft;
+    int have_ft =
+        D.o.faults && pthread_create(&ft, NULL, fault_main, NULL) == 0;
+    int64_t end = D.o.seconds_ms, last_t = 0, next_line = 1000;
+    uint64_t last_ops = 0;
+    while (sleep_until(next_line < end ? next_line : end) && now_ms() < end) {
+        int64_t t = now_ms();
+        sample_second((int)(t / 1000) - 1);
+        progress(t, last_ops, t - last_t);
+        last_ops = atomic_load(&D.ops);
+        last_t = t;
+        next_line += 1000;
+    }
+    int64_t ran = now_ms();
+    sample_second((int)(ran / 1000) - 1);
+    atomic_store(&D.stop, 1);
+    /* Waiting callers and retries end now (TETHER_ECLOSED, not counted);
+     * a statement in flight ends within STMT_TIMEOUT_MS. */
+    tether_pool_close(D.pool, 0, NULL);
+    if (D.tty)
+        fprintf(stderr, "\n");
+    if (have_ft)
+        pthread_join(ft, NULL);
+    for (int i = 0; i < nw; i++)
+        pthread_join(ws[i].th, NULL);
+    int rc = interrupted ? CLI_FAIL : finish(ws, nw, ran);
+    for (int i = 0; i < nw; i++)
+        free(ws[i].acked);
+    free(ws);
+    return rc;
+}
+
+static void catch_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int cli_demo(int argc, char **argv) {
+    if (cli_want_help(argc, argv)) {
+        help();
+        return CLI_OK;
+    }
+    D.o = (demo_opts){16, 8, 60000, 0, 1, NULL};
+    int rc = cli_parse_opts(CMD, argc, argv, demo_options, take_opt, &D.o);
+    if (rc)
+        return rc;
+    catch_signals();
+    D.tty = isatty(2);
+    D.nsecs = (int)(D.o.seconds_ms / 1000) + 2;
+    D.secs = calloc((size_t)D.nsecs, sizeof(*D.secs));
+    pthread_mutex_init(&D.lock, NULL);
+    atomic_store(&D.cur_fault, -1);
+    char why[400] = "";
+    fprintf(stderr, "tether demo: starting a scratch primary and standby\n");
+    if (!D.secs || fault_cluster_start(&D.cl, 1, why, sizeof(why)) != 0) {
+        fprintf(stderr, "tether demo: %s\n", why);
+        fault_cluster_stop(&D.cl);
+        free(D.secs);
+        return interrupted ? 128 + interrupted : CLI_FAIL;
+    }
+    fprintf(stderr, "tether demo: cluster in %s (removed at the end)\n",
+            D.cl.dir);
+    char ci[1024], extra[300];
+    snprintf(extra, sizeof(extra),
+             "target_session_attrs=read-write connect_timeout=2 "
+             "options='-c client_min_messages=warning' "
+             "tether_pool_max=%d tether_retry='exponential base=50ms max=1s "
+             "attempts=50 deadline=30s'",
+             D.o.pool);
+    fault_cluster_conninfo(&D.cl, "tether-demo", extra, ci, sizeof(ci));
+    tether_error err;
+    rc = CLI_FAIL;
+    if (tether_pool_open(&D.pool, ci, NULL, NULL, &err) != 0) {
+        fprintf(stderr, "tether demo: opening the pool: %s\n", err.message);
+    } else if (setup_schema(why, sizeof(why)) != 0) {
+        fprintf(stderr, "tether demo: %s\n", why);
+    } else if (!interrupted) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        D.t0_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+        fault_event ev[FAULT_MAX_EVENTS];
+        D.nfaults = D.o.faults ? fault_schedule_demo(ev, D.o.seconds_ms, 1) : 0;
+        for (int i = 0; i < D.nfaults; i++)
+            D.faults[i].e = ev[i];
+        fprintf(stderr,
+                "tether demo: %d threads on a pool of %d for %lld s; %d "
+                "faults on a schedule\n",
+                D.o.threads, D.o.pool, (long long)(D.o.seconds_ms / 1000),
+                D.nfaults);
+        rc = run_workload();
+    }
+    if (D.pool)
+        tether_pool_destroy(D.pool);
+    fault_cluster_stop(&D.cl);
+    free(D.secs);
+    if (interrupted) {
+        fprintf(stderr, "tether demo: interrupted; cluster removed\n");
+        return 128 + interrupted;
+    }
+    return rc;
+}
