@@ -33,6 +33,7 @@ typedef struct demo_opts {
     int64_t seconds_ms;
     int json, faults;
     const char *svg;
+    const char *retry; /* tether_retry spec; NULL: the pool's default */
 } demo_opts;
 
 static struct demo {
@@ -50,7 +51,7 @@ static struct demo {
     atomic_uint_fast64_t ops, app_errors, write_failures, writes_acked;
     char first_error[TETHER_MSG_MAX];
     int tty;
-    char shown_primary[64];
+    char settings[300]; /* the pool's connection-string settings */
 } D;
 
 static volatile sig_atomic_t interrupted;
@@ -441,8 +442,9 @@ static int64_t recovery_ms(const fault_rec *fr) {
 static void report_text(const once_count *oc, const tether_pool_metrics *m,
                         int64_t ran_ms) {
     printf("\ntether demo: %d threads on a pool of %d, %.1f s, primary and "
-           "streaming standby on %s\n\n",
-           D.o.threads, D.o.pool, (double)ran_ms / 1000.0, D.cl.host);
+           "streaming standby on %s\npool settings: %s\n\n",
+           D.o.threads, D.o.pool, (double)ran_ms / 1000.0, D.cl.host,
+           D.settings);
     printf("%-10s %7s %10s %7s %7s  %s\n", "fault", "at", "recovered", "errors",
            "writes", "what was done");
     for (int i = 0; i < D.nfaults; i++) {
@@ -454,7 +456,7 @@ static void report_text(const once_count *oc, const tether_pool_metrics *m,
         if (rec >= 0)
             snprintf(recs, sizeof(recs), "%lld ms", (long long)rec);
         else
-            snprintf(recs, sizeof(recs), fr->applied ? "never" : "-");
+            snprintf(recs, sizeof(recs), fr->applied ? "not in run" : "-");
         printf("%-10s %6.1fs %10s %7llu %7llu  %s\n",
                fault_kind_name(fr->e.kind), (double)fr->start_ms / 1000.0, recs,
                (unsigned long long)atomic_load(&fr->app_errors),
@@ -473,7 +475,9 @@ static void report_text(const once_count *oc, const tether_pool_metrics *m,
     if (D.first_error[0])
         printf("  first error    %s\n", D.first_error);
     printf("retries          %llu\n", (unsigned long long)m->retries);
-    printf("connections      %llu opened, %llu connect failures\n",
+    printf("connections      %llu opened; %llu connects gave up (a connect "
+           "tries the hosts\n                 again and again until its "
+           "login timeout, 15 s)\n",
            (unsigned long long)m->created,
            (unsigned long long)m->connect_failures);
     printf("at most once     %lld inserts acknowledged; in the database: "
@@ -491,7 +495,7 @@ static void report_json(const once_count *oc, const tether_pool_metrics *m,
     printf("{\"seconds\":%.1f,\"threads\":%d,\"pool\":%d,\"ops\":%llu,"
            "\"app_errors\":%llu,\"write_failures\":%llu,\"retries\":%llu,"
            "\"connections_opened\":%llu,\"writes_acked\":%lld,"
-           "\"rows\":%lld,\"duplicates\":%lld,\"missing\":%lld,\"faults\":[",
+           "\"rows\":%lld,\"duplicates\":%lld,\"missing\":%lld,",
            (double)ran_ms / 1000.0, D.o.threads, D.o.pool,
            (unsigned long long)atomic_load(&D.ops),
            (unsigned long long)atomic_load(&D.app_errors),
@@ -499,6 +503,9 @@ static void report_json(const once_count *oc, const tether_pool_metrics *m,
            (unsigned long long)m->retries, (unsigned long long)m->created,
            (long long)oc->checked, (long long)oc->rows,
            (long long)oc->duplicates, (long long)oc->missing);
+    printf("\"settings\":");
+    cli_json_str(D.settings);
+    printf(",\"faults\":[");
     int first = 1;
     for (int i = 0; i < D.nfaults; i++) {
         const fault_rec *fr = &D.faults[i];
@@ -532,7 +539,8 @@ enum {
     OPT_SECONDS,
     OPT_JSON,
     OPT_SVG,
-    OPT_NO_FAULTS
+    OPT_NO_FAULTS,
+    OPT_RETRY
 };
 
 static const struct option demo_options[] = {
@@ -542,6 +550,7 @@ static const struct option demo_options[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"svg", required_argument, NULL, OPT_SVG},
     {"no-faults", no_argument, NULL, OPT_NO_FAULTS},
+    {"retry", required_argument, NULL, OPT_RETRY},
     {NULL, 0, NULL, 0}};
 
 static int take_opt(void *ctx, int opt, const char *v) {
@@ -566,6 +575,16 @@ static int take_opt(void *ctx, int opt, const char *v) {
     case OPT_SVG:
         o->svg = v;
         return 0;
+    case OPT_RETRY: {
+        tether_retry_opts ro;
+        tether_error e;
+        if (strchr(v, '\'') || strchr(v, '\\'))
+            return cli_usage_error(CMD, "bad value for --retry: no quotes");
+        if (tether_retry_opts_parse(v, &ro, &e) != 0)
+            return cli_usage_error(CMD, "bad value for --retry: %s", e.message);
+        o->retry = v;
+        return 0;
+    }
     case OPT_NO_FAULTS:
         o->faults = 0;
         return 0;
@@ -595,11 +614,23 @@ static void help(void) {
         "  --svg FILE    write a timeline of throughput, p99 latency, "
         "retries,\n"
         "                errors and the faults to FILE\n"
+        "  --retry SPEC  the pool's run() policy (tether_retry, "
+        "docs/policy-spec.md);\n"
+        "                default: the pool's own (exponential base=50ms "
+        "max=1s\n"
+        "                attempts=3, within the acquire timeout)\n"
         "  --no-faults   the workload alone\n\n"
         "Progress goes to stderr: one redrawn line on a terminal, a line a "
         "second\notherwise. Exit status: 0, or 1 when idempotent work saw "
         "an error, an\ninsert was applied twice or an acknowledged one is "
-        "missing.\n");
+        "missing.\n\n"
+        "--json fields: ops, app_errors (idempotent work), write_failures\n"
+        "(inserts that failed after they may have reached the server), "
+        "retries,\nwrites_acked, rows, duplicates, missing, settings, "
+        "faults (kind, at_ms,\napplied, recovery_ms: from the fault in "
+        "force to the first success of a\nstatement begun after, -1 when "
+        "none came before the end; app_errors,\nwrite_failures, detail), "
+        "failover_ms (the failover's recovery_ms).\n");
 }
 
 static int finish(worker *ws, int nw, int64_t ran_ms) {
@@ -684,7 +715,7 @@ int cli_demo(int argc, char **argv) {
         help();
         return CLI_OK;
     }
-    D.o = (demo_opts){16, 8, 60000, 0, 1, NULL};
+    D.o = (demo_opts){16, 8, 60000, 0, 1, NULL, NULL};
     int rc = cli_parse_opts(CMD, argc, argv, demo_options, take_opt, &D.o);
     if (rc)
         return rc;
@@ -704,13 +735,14 @@ int cli_demo(int argc, char **argv) {
     }
     fprintf(stderr, "tether demo: cluster in %s (removed at the end)\n",
             D.cl.dir);
-    char ci[1024], extra[300];
-    snprintf(extra, sizeof(extra),
+    char ci[1024], extra[400];
+    snprintf(D.settings, sizeof(D.settings),
              "target_session_attrs=read-write connect_timeout=2 "
-             "options='-c client_min_messages=warning' "
-             "tether_pool_max=%d tether_retry='exponential base=50ms max=1s "
-             "attempts=50 deadline=30s'",
-             D.o.pool);
+             "tether_pool_max=%d%s%s%s",
+             D.o.pool, D.o.retry ? " tether_retry='" : "",
+             D.o.retry ? D.o.retry : "", D.o.retry ? "'" : "");
+    snprintf(extra, sizeof(extra),
+             "options='-c client_min_messages=warning' %s", D.settings);
     fault_cluster_conninfo(&D.cl, "tether-demo", extra, ci, sizeof(ci));
     tether_error err;
     rc = CLI_FAIL;
