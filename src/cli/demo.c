@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
@@ -27,11 +28,16 @@
 #define CMD "demo"
 #define MAX_SECONDS 3600
 #define STMT_TIMEOUT_MS 3000 /* a statement's own bound within its attempt */
+/* Each call's limit (tether_pool_run_for): the pool's default run()
+ * deadline, its acquire timeout; a return later is an overrun. */
+#define RUN_LIMIT_MS 15000
+#define APP "tether-demo" /* the pool's application_name */
 
 typedef struct demo_opts {
     int threads, pool;
     int64_t seconds_ms;
-    int json, faults;
+    int json, faults, chaos;
+    uint64_t seed;
     const char *svg;
     const char *retry; /* tether_retry spec; NULL: the pool's default */
 } demo_opts;
@@ -51,7 +57,13 @@ static struct demo {
     atomic_uint_fast64_t ops, app_errors, write_failures, writes_acked;
     char first_error[TETHER_MSG_MAX];
     int tty;
-    char settings[300]; /* the pool's connection-string settings */
+    char settings[300];    /* the pool's connection-string settings */
+    atomic_int fault_busy; /* a fault is being done, held or recovered */
+    atomic_int_fast64_t calm_since; /* when the last one was over */
+    check_report chk;
+    atomic_long own_kb; /* what the demo itself allocated (acked ids) */
+    long own_warm_kb;
+    uint64_t accounting_checks;
 } D;
 
 static volatile sig_atomic_t interrupted;
@@ -123,7 +135,10 @@ static int run_stmt(PGconn *conn, const stmt *s, const tether_attempt *a,
 
 static int work(void *conn, void *arg, const tether_attempt *a,
                 tether_error *err) {
-    return run_stmt(conn, arg, a, err);
+    check_hold(conn);
+    int rc = run_stmt(conn, arg, a, err);
+    check_unhold(conn);
+    return rc;
 }
 
 /* ---- the workers --------------------------------------------------------- */
@@ -149,6 +164,7 @@ static void note_ack(worker *w, uint64_t id) {
         uint64_t *a = realloc(w->acked, cap * sizeof(*a));
         if (!a)
             return; /* not counted: the report's check covers fewer ids */
+        atomic_fetch_add(&D.own_kb, (cap - w->cap) * sizeof(*a) / 1024);
         w->acked = a;
         w->cap = cap;
     }
@@ -160,7 +176,8 @@ static void account(int64_t t_start, int64_t t_end, int ok, int idempotent,
                     const tether_error *err) {
     int f = atomic_load(&D.cur_fault);
     fault_rec *fr = f >= 0 ? &D.faults[f] : NULL;
-    if (ok && fr && fr->inforce_ms && t_start >= fr->inforce_ms) {
+    int64_t inforce = fr ? atomic_load(&fr->inforce_ms) : 0;
+    if (ok && inforce && t_start >= inforce) {
         int_fast64_t zero = 0;
         atomic_compare_exchange_strong(&fr->first_ok_ms, &zero, t_end);
     }
@@ -218,14 +235,19 @@ static void *worker_main(void *arg) {
         }
         tether_error err;
         int64_t t = now_ms();
-        int rc = tether_pool_run(D.pool, flags, work, &s, &err);
+        int rc =
+            tether_pool_run_for(D.pool, flags, RUN_LIMIT_MS, work, &s, &err);
+        int64_t end = now_ms();
         if (rc == 0 && id) {
             note_ack(w, id);
             atomic_fetch_add(&D.writes_acked, 1);
         }
         if (atomic_load(&D.stop) && rc == TETHER_ECLOSED)
             break;
-        account(t, now_ms(), rc == 0, flags != 0, &err);
+        check_took(end - t, RUN_LIMIT_MS);
+        if (rc != 0 && flags)
+            check_failed(t, end, RUN_LIMIT_MS);
+        account(t, end, rc == 0, flags != 0, &err);
     }
     return NULL;
 }
@@ -266,9 +288,7 @@ typedef struct once_count {
 /* Count the inserts in the database against the acknowledged ids. */
 static int count_once(worker *ws, int nw, once_count *oc, char *why, size_t n) {
     char ci[1024];
-    fault_cluster direct = D.cl;
-    direct.proxy_port[0] = direct.proxy_port[1] = 0; /* to the servers */
-    fault_cluster_conninfo(&direct, "tether-demo-check",
+    fault_cluster_conninfo(&D.cl, 0, "tether-demo-check",
                            "target_session_attrs=read-write connect_timeout=10",
                            ci, sizeof(ci));
     PGconn *c = PQconnectdb(ci);
@@ -344,29 +364,37 @@ static int wait_recovered(const fault_rec *fr) {
 
 static void *fault_main(void *arg) {
     (void)arg;
-    int64_t not_before = 0;
+    int64_t not_before = 0, prev_end = 0;
     for (int i = 0; i < D.nfaults; i++) {
         fault_rec *fr = &D.faults[i];
         int64_t at = fr->e.at_ms > not_before ? fr->e.at_ms : not_before;
+        if (D.o.chaos && i > 0) /* the schedule's gap after the last one */
+            at = not_before + (fr->e.at_ms - prev_end);
+        prev_end = fr->e.at_ms + fr->e.hold_ms;
         if (at + 2000 > D.o.seconds_ms) {
-            announce("fault: %s: no time left in the run: skipped",
-                     fault_kind_name(fr->e.kind));
+            if (!D.o.chaos)
+                announce("fault: %s: no time left in the run: skipped",
+                         fault_kind_name(fr->e.kind));
             continue;
         }
         if (!sleep_until(at))
             return NULL;
+        atomic_store(&D.fault_busy, 1);
         fr->start_ms = now_ms();
         atomic_store(&D.cur_fault, i);
         announce("fault: %s", fault_kind_name(fr->e.kind));
         fr->applied =
             fault_begin(&D.cl, &fr->e, fr->detail, sizeof(fr->detail)) == 0;
-        fr->inforce_ms = now_ms();
+        atomic_store(&fr->inforce_ms, now_ms());
         announce("fault: %s in force after %lld ms: %s%s",
                  fault_kind_name(fr->e.kind),
                  (long long)(fr->inforce_ms - fr->start_ms),
                  fr->applied ? "" : "not done: ", fr->detail);
-        if (!fr->applied)
+        if (!fr->applied) {
+            atomic_store(&D.calm_since, now_ms());
+            atomic_store(&D.fault_busy, 0);
             continue;
+        }
         if (fr->e.hold_ms)
             sleep_until(fr->inforce_ms + fr->e.hold_ms);
         char detail[200];
@@ -378,13 +406,46 @@ static void *fault_main(void *arg) {
                      fr->e.kind == FAULT_FAILOVER ? ": standby promoted" : "");
         if (!wait_recovered(fr))
             return NULL;
-        not_before = now_ms() + 1000;
+        atomic_store(&D.calm_since, now_ms());
+        atomic_store(&D.fault_busy, 0);
+        not_before = now_ms() + (D.o.chaos ? 0 : 1000);
     }
     return NULL;
 }
 
 /* ---- progress --------------------------------------------------------------
  */
+
+/* Compare the pool's count with the server's once no fault has been in
+ * the air for 1 s: the server must not hold more of the pool's sessions
+ * than the pool has open or opening. An excess is looked at again 300 ms
+ * later (a terminated backend may linger in pg_stat_activity for a
+ * moment) and counted when it is still there. */
+static int over_count(int *server, tether_pool_metrics *m) {
+    *server = fault_count_app(&D.cl, APP);
+    tether_pool_metrics_get(D.pool, m);
+    return *server >= 0 && *server > m->total + m->creating;
+}
+
+static void check_accounting(int64_t t) {
+    if (atomic_load(&D.fault_busy) || t - atomic_load(&D.calm_since) < 1000)
+        return;
+    int server;
+    tether_pool_metrics m;
+    if (!over_count(&server, &m)) {
+        D.accounting_checks += server >= 0;
+        return;
+    }
+    D.accounting_checks++;
+    struct timespec ts = {0, 300000000}; /* a terminated backend lingers */
+    nanosleep(&ts, NULL);
+    if (!atomic_load(&D.fault_busy) && over_count(&server, &m)) {
+        D.chk.accounting_mismatches++;
+        announce("check: the server holds %d sessions of the pool, the "
+                 "pool counts %d open and %d opening",
+                 server, m.total, m.creating);
+    }
+}
 
 static uint64_t p99_ms_x10(const lat_hist *h) {
     return lat_hist_pct(h, 99) / 100000u;
@@ -402,16 +463,17 @@ static void progress(int64_t t, uint64_t last_ops, int64_t dt_ms) {
     pthread_mutex_unlock(&D.lock);
     int w = D.cl.writable;
     char line[300];
-    snprintf(
-        line, sizeof(line),
-        "%3llds %6.0f ops/s  p99 %5.1f ms  retries %llu  errors %llu  "
-        "writes failed %llu  breaker %s  primary %s:%d",
-        (long long)(t / 1000),
-        dt_ms > 0 ? (double)(ops - last_ops) * 1000.0 / (double)dt_ms : 0.0,
-        (double)p99 / 10.0, (unsigned long long)m.retries,
-        (unsigned long long)atomic_load(&D.app_errors),
-        (unsigned long long)atomic_load(&D.write_failures),
-        tether_breaker_state_name(m.breaker_state), D.cl.host, D.cl.port[w]);
+    snprintf(line, sizeof(line),
+             "%3llds %6.0f ops/s  p99 %5.1f ms  retries %llu  errors %llu  "
+             "writes failed %llu  breaker %s  primary %s:%d  rss %ld MB",
+             (long long)(t / 1000),
+             dt_ms > 0 ? (double)(ops - last_ops) * 1000.0 / (double)dt_ms
+                       : 0.0,
+             (double)p99 / 10.0, (unsigned long long)m.retries,
+             (unsigned long long)atomic_load(&D.app_errors),
+             (unsigned long long)atomic_load(&D.write_failures),
+             tether_breaker_state_name(m.breaker_state), D.cl.host,
+             D.cl.port[w], check_rss_kb() / 1024);
     struct winsize ws;
     if (D.tty && ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 &&
         ws.ws_col <= sizeof(line))
@@ -437,6 +499,14 @@ static void sample_second(int s) {
 static int64_t recovery_ms(const fault_rec *fr) {
     int64_t ok = atomic_load(&fr->first_ok_ms);
     return fr->applied && ok ? ok - fr->inforce_ms : -1;
+}
+
+static double rss_growth_pct(void) {
+    const check_report *c = &D.chk;
+    return c->rss_warm_kb > 0
+               ? 100.0 * (double)(c->rss_end_kb - c->rss_warm_kb) /
+                     (double)c->rss_warm_kb
+               : 0.0;
 }
 
 static void report_text(const once_count *oc, const tether_pool_metrics *m,
@@ -487,6 +557,28 @@ static void report_text(const once_count *oc, const tether_pool_metrics *m,
     printf("                 %llu inserts failed (may or may not have "
            "reached the server: not retried)\n",
            (unsigned long long)atomic_load(&D.write_failures));
+    const check_report *c = &D.chk;
+    printf("invariants       %llu double leases, %llu accounting mismatches "
+           "(%llu checks),\n                 %llu calls over their %d s limit "
+           "by > %d ms (latest: %lld ms over),\n                 %llu "
+           "idempotent failures while the database served again\n"
+           "                 before their deadline; memory %+.1f %% since "
+           "warm-up\n",
+           (unsigned long long)c->double_leases,
+           (unsigned long long)c->accounting_mismatches,
+           (unsigned long long)D.accounting_checks,
+           (unsigned long long)c->deadline_overruns, RUN_LIMIT_MS / 1000,
+           CHECK_OVERRUN_SLACK_MS, (long long)c->worst_overrun_ms,
+           (unsigned long long)c->covered_errors, rss_growth_pct());
+}
+
+/* How many faults of kind k were done. */
+static int faults_done(int k) {
+    int n = 0;
+    for (int i = 0; i < D.nfaults; i++)
+        n += D.faults[i].start_ms && D.faults[i].applied &&
+             (int)D.faults[i].e.kind == k;
+    return n;
 }
 
 static void report_json(const once_count *oc, const tether_pool_metrics *m,
@@ -503,9 +595,28 @@ static void report_json(const once_count *oc, const tether_pool_metrics *m,
            (unsigned long long)m->retries, (unsigned long long)m->created,
            (long long)oc->checked, (long long)oc->rows,
            (long long)oc->duplicates, (long long)oc->missing);
-    printf("\"settings\":");
+    const check_report *c = &D.chk;
+    printf("\"double_leases\":%llu,\"accounting_mismatches\":%llu,"
+           "\"accounting_checks\":%llu,\"deadline_overruns\":%llu,"
+           "\"worst_overrun_ms\":%lld,\"errors_within_deadline\":%llu,"
+           "\"rss_growth_pct\":%.1f,\"rss_warm_kb\":%ld,\"rss_end_kb\":%ld,"
+           "\"seed\":%llu,\"settings\":",
+           (unsigned long long)c->double_leases,
+           (unsigned long long)c->accounting_mismatches,
+           (unsigned long long)D.accounting_checks,
+           (unsigned long long)c->deadline_overruns,
+           (long long)c->worst_overrun_ms,
+           (unsigned long long)c->covered_errors, rss_growth_pct(),
+           c->rss_warm_kb, c->rss_end_kb, (unsigned long long)D.o.seed);
     cli_json_str(D.settings);
-    printf(",\"faults\":[");
+    if (D.o.chaos) { /* how many of each kind; the list would be long */
+        printf(",\"faults\":{");
+        for (int k = 0; k < FAULT_NKINDS; k++)
+            printf("%s\"%s\":%d", k ? "," : "", fault_kind_name(k),
+                   faults_done(k));
+        printf("}");
+    }
+    printf(",\"%s\":[", D.o.chaos ? "fault_log" : "faults");
     int first = 1;
     for (int i = 0; i < D.nfaults; i++) {
         const fault_rec *fr = &D.faults[i];
@@ -540,7 +651,9 @@ enum {
     OPT_JSON,
     OPT_SVG,
     OPT_NO_FAULTS,
-    OPT_RETRY
+    OPT_RETRY,
+    OPT_CHAOS,
+    OPT_SEED
 };
 
 static const struct option demo_options[] = {
@@ -551,6 +664,8 @@ static const struct option demo_options[] = {
     {"svg", required_argument, NULL, OPT_SVG},
     {"no-faults", no_argument, NULL, OPT_NO_FAULTS},
     {"retry", required_argument, NULL, OPT_RETRY},
+    {"chaos", no_argument, NULL, OPT_CHAOS},
+    {"seed", required_argument, NULL, OPT_SEED},
     {NULL, 0, NULL, 0}};
 
 static int take_opt(void *ctx, int opt, const char *v) {
@@ -559,7 +674,7 @@ static int take_opt(void *ctx, int opt, const char *v) {
     case OPT_THREADS:
         return cli_parse_count(CMD, "--threads", v, 1, 256, &o->threads);
     case OPT_POOL:
-        return cli_parse_count(CMD, "--pool", v, 1, 15, &o->pool);
+        return cli_parse_count(CMD, "--pool", v, 1, 16, &o->pool);
     case OPT_SECONDS:
         if (cli_parse_seconds(CMD, v, &o->seconds_ms))
             return CLI_USAGE;
@@ -588,6 +703,16 @@ static int take_opt(void *ctx, int opt, const char *v) {
     case OPT_NO_FAULTS:
         o->faults = 0;
         return 0;
+    case OPT_CHAOS:
+        o->chaos = 1;
+        return 0;
+    case OPT_SEED: {
+        long long seed;
+        if (cli_parse_int(CMD, "--seed", v, 0, INT64_MAX, &seed))
+            return CLI_USAGE;
+        o->seed = (uint64_t)seed;
+        return 0;
+    }
     default:
         return cli_usage_error(CMD, "unexpected argument '%s'", v);
     }
@@ -596,7 +721,8 @@ static int take_opt(void *ctx, int opt, const char *v) {
 static void help(void) {
     printf(
         "usage: tether demo [--seconds N] [--threads T] [--pool P] [--json]\n"
-        "                   [--svg FILE] [--no-faults]\n\n"
+        "                   [--svg FILE] [--retry SPEC] [--no-faults]\n"
+        "       tether demo --chaos [--seconds N] [--seed S] [--json] ...\n\n"
         "Starts a scratch PostgreSQL primary and streaming standby on "
         "127.0.0.1\n(scripts/pg-cluster; as root the servers run as the "
         "system user tetherpg),\nruns a workload through one tether pool "
@@ -619,18 +745,39 @@ static void help(void) {
         "                default: the pool's own (exponential base=50ms "
         "max=1s\n"
         "                attempts=3, within the acquire timeout)\n"
-        "  --no-faults   the workload alone\n\n"
+        "  --no-faults   the workload alone\n"
+        "  --chaos       the reliability soak: 64 threads on a pool of 16 "
+        "(unless\n"
+        "                set), a random fault every 1-3 s, each failover "
+        "followed by a\n"
+        "                new standby rebuilt from the new primary "
+        "(scripts/chaos)\n"
+        "  --seed S      the --chaos schedule's seed (default: the time; "
+        "printed)\n\n"
+        "Checked all along: no connection held by two callers; the "
+        "server never\nholds more of the pool's sessions than the pool has "
+        "open or opening (once\nno fault has been in the air for 1 s); no "
+        "call returns later than its\n15 s limit plus 20 ms; no idempotent "
+        "call fails while the database served\nothers again before its "
+        "deadline; and, with --chaos, memory grows at most\n10 %% from the end "
+        "of the first third of the run "
+        "(warm-up) to its end\n(less what the demo keeps of its own: the "
+        "acknowledged ids).\n\n"
         "Progress goes to stderr: one redrawn line on a terminal, a line a "
-        "second\notherwise. Exit status: 0, or 1 when idempotent work saw "
-        "an error, an\ninsert was applied twice or an acknowledged one is "
-        "missing.\n\n"
+        "second\notherwise. Exit status: 0, or 1 when a check failed, an "
+        "insert "
+        "was\napplied twice or an acknowledged one is missing, or (without "
+        "--chaos)\nidempotent work saw an error.\n\n"
         "--json fields: ops, app_errors (idempotent work), write_failures\n"
         "(inserts that failed after they may have reached the server), "
         "retries,\nwrites_acked, rows, duplicates, missing, settings, "
         "faults (kind, at_ms,\napplied, recovery_ms: from the fault in "
         "force to the first success of a\nstatement begun after, -1 when "
         "none came before the end; app_errors,\nwrite_failures, detail), "
-        "failover_ms (the failover's recovery_ms).\n");
+        "failover_ms (the failover's recovery_ms); double_leases,\n"
+        "accounting_mismatches, accounting_checks, deadline_overruns,\n"
+        "worst_overrun_ms, errors_within_deadline, rss_growth_pct, seed. "
+        "With\n--chaos, faults counts each kind and fault_log lists them.\n");
 }
 
 static int finish(worker *ws, int nw, int64_t ran_ms) {
@@ -652,7 +799,11 @@ static int finish(worker *ws, int nw, int64_t ran_ms) {
         fprintf(stderr, "tether demo: --svg: %s\n", why);
         rc = CLI_FAIL;
     }
-    if (atomic_load(&D.app_errors) || oc.duplicates || oc.missing)
+    const check_report *c = &D.chk;
+    if ((!D.o.chaos && atomic_load(&D.app_errors)) || oc.duplicates ||
+        oc.missing || c->double_leases || c->accounting_mismatches ||
+        c->deadline_overruns || c->covered_errors ||
+        (D.o.chaos && rss_growth_pct() > 10.0))
         rc = CLI_FAIL;
     return rc;
 }
@@ -672,9 +823,17 @@ static int run_workload(void) {
         D.o.faults && pthread_create(&ft, NULL, fault_main, NULL) == 0;
     int64_t end = D.o.seconds_ms, last_t = 0, next_line = 1000;
     uint64_t last_ops = 0;
+    /* warm-up: the first third of the run (the allocator reaches its
+     * steady state through the first reconnects and failovers) */
+    int64_t warm = end / 3 > 10000 ? end / 3 : 10000;
     while (sleep_until(next_line < end ? next_line : end) && now_ms() < end) {
         int64_t t = now_ms();
         sample_second((int)(t / 1000) - 1);
+        if (!D.chk.rss_warm_kb && t >= warm) {
+            D.chk.rss_warm_kb = check_rss_kb();
+            D.own_warm_kb = atomic_load(&D.own_kb);
+        }
+        check_accounting(t);
         progress(t, last_ops, t - last_t);
         last_ops = atomic_load(&D.ops);
         last_t = t;
@@ -682,6 +841,9 @@ static int run_workload(void) {
     }
     int64_t ran = now_ms();
     sample_second((int)(ran / 1000) - 1);
+    /* tether's growth: the demo's own id lists do not count */
+    D.chk.rss_end_kb =
+        check_rss_kb() - (atomic_load(&D.own_kb) - D.own_warm_kb);
     atomic_store(&D.stop, 1);
     /* Waiting callers and retries end now (TETHER_ECLOSED, not counted);
      * a statement in flight ends within STMT_TIMEOUT_MS. */
@@ -692,6 +854,7 @@ static int run_workload(void) {
         pthread_join(ft, NULL);
     for (int i = 0; i < nw; i++)
         pthread_join(ws[i].th, NULL);
+    check_totals(&D.chk, D.secs, D.nsecs);
     int rc = interrupted ? CLI_FAIL : finish(ws, nw, ran);
     for (int i = 0; i < nw; i++)
         free(ws[i].acked);
@@ -715,14 +878,21 @@ int cli_demo(int argc, char **argv) {
         help();
         return CLI_OK;
     }
-    D.o = (demo_opts){16, 8, 60000, 0, 1, NULL, NULL};
+    D.o = (demo_opts){0, 0, 60000, 0, 1, 0, 0, NULL, NULL};
+    D.o.seed = (uint64_t)time(NULL);
     int rc = cli_parse_opts(CMD, argc, argv, demo_options, take_opt, &D.o);
     if (rc)
         return rc;
+    if (!D.o.threads) /* the soak: 64 threads on a pool of 16 */
+        D.o.threads = D.o.chaos ? 64 : 16;
+    if (!D.o.pool)
+        D.o.pool = D.o.chaos ? 16 : 8;
     catch_signals();
     D.tty = isatty(2);
     D.nsecs = (int)(D.o.seconds_ms / 1000) + 2;
     D.secs = calloc((size_t)D.nsecs, sizeof(*D.secs));
+    if (D.secs) /* resident from the start: not growth */
+        memset(D.secs, 0, (size_t)D.nsecs * sizeof(*D.secs));
     pthread_mutex_init(&D.lock, NULL);
     atomic_store(&D.cur_fault, -1);
     char why[400] = "";
@@ -735,6 +905,7 @@ int cli_demo(int argc, char **argv) {
     }
     fprintf(stderr, "tether demo: cluster in %s (removed at the end)\n",
             D.cl.dir);
+    D.cl.rebuild = D.o.chaos; /* failovers can then come again */
     char ci[1024], extra[400];
     snprintf(D.settings, sizeof(D.settings),
              "target_session_attrs=read-write connect_timeout=2 "
@@ -743,7 +914,7 @@ int cli_demo(int argc, char **argv) {
              D.o.retry ? D.o.retry : "", D.o.retry ? "'" : "");
     snprintf(extra, sizeof(extra),
              "options='-c client_min_messages=warning' %s", D.settings);
-    fault_cluster_conninfo(&D.cl, "tether-demo", extra, ci, sizeof(ci));
+    fault_cluster_conninfo(&D.cl, 1, APP, extra, ci, sizeof(ci));
     tether_error err;
     rc = CLI_FAIL;
     if (tether_pool_open(&D.pool, ci, NULL, NULL, &err) != 0) {
@@ -755,14 +926,20 @@ int cli_demo(int argc, char **argv) {
         clock_gettime(CLOCK_MONOTONIC, &ts);
         D.t0_ns = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
         fault_event ev[FAULT_MAX_EVENTS];
-        D.nfaults = D.o.faults ? fault_schedule_demo(ev, D.o.seconds_ms, 1) : 0;
+        D.nfaults = !D.o.faults ? 0
+                    : D.o.chaos
+                        ? fault_schedule_random(ev, FAULT_MAX_EVENTS,
+                                                D.o.seconds_ms, D.o.seed)
+                        : fault_schedule_demo(ev, D.o.seconds_ms, 1);
         for (int i = 0; i < D.nfaults; i++)
             D.faults[i].e = ev[i];
         fprintf(stderr,
-                "tether demo: %d threads on a pool of %d for %lld s; %d "
-                "faults on a schedule\n",
+                "tether demo: %d threads on a pool of %d for %lld s; %s\n",
                 D.o.threads, D.o.pool, (long long)(D.o.seconds_ms / 1000),
-                D.nfaults);
+                D.o.chaos ? "random faults (--chaos)" : "faults on a schedule");
+        if (D.o.chaos)
+            fprintf(stderr, "tether demo: --seed %llu\n",
+                    (unsigned long long)D.o.seed);
         rc = run_workload();
     }
     if (D.pool)

@@ -26,7 +26,8 @@
 static int signal_node(const fault_cluster *c, int node, int sig);
 
 static const char *const kind_names[FAULT_NKINDS] = {
-    "terminate", "restart", "hang", "too-many", "blackhole", "failover"};
+    "terminate", "restart",  "hang",          "too-many",
+    "blackhole", "failover", "terminate-some"};
 
 const char *fault_kind_name(fault_kind k) {
     return k >= 0 && k < FAULT_NKINDS ? kind_names[k] : "?";
@@ -70,6 +71,29 @@ int fault_schedule_demo(fault_event *ev, int64_t total_ms, int blackhole) {
     return k;
 }
 
+int fault_schedule_random(fault_event *ev, int max, int64_t total_ms,
+                          uint64_t seed) {
+    int k = 0;
+    int64_t t = 2000; /* after the warm-up */
+    while (k < max) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        uint64_t r = seed >> 33;
+        fault_kind kind = (fault_kind)(r % FAULT_NKINDS);
+        int64_t hold = 0;
+        if (kind == FAULT_HANG)
+            hold = 1000 + (int64_t)((r >> 8) % 4001); /* 1-5 s */
+        else if (kind == FAULT_TOO_MANY || kind == FAULT_BLACKHOLE)
+            hold = 1000 + (int64_t)((r >> 8) % 2001);
+        else if (kind == FAULT_FAILOVER)
+            hold = 500 + (int64_t)((r >> 8) % 1001);
+        if (t + hold + 3000 > total_ms)
+            break;
+        ev[k++] = (fault_event){t, kind, hold};
+        t += hold + 1000 + (int64_t)((r >> 20) % 2001); /* 1-3 s apart */
+    }
+    return k;
+}
+
 /* ---- pg-cluster ---------------------------------------------------------- */
 
 /* A helper program: $env, else beside an installed tether
@@ -97,11 +121,12 @@ static int find_tool(const char *env, const char *name, const char *built,
     return access(out, X_OK);
 }
 
-/* Run the pg-cluster command with args (NULL-terminated), its stderr to
- * ours (or to /dev/null when quiet); with out set, the last line of its
- * stdout lands there. Returns its exit status, or -1. */
-static int ctl_run(const fault_cluster *c, int quiet, char *out, size_t n,
-                   const char *const *args) {
+/* Run prog (pg-cluster or faultproxy) with args (NULL-terminated), its
+ * stderr to ours (or, when quiet, to the cluster's ctl.log); with out set,
+ * the last line of its stdout lands there. Returns its exit status, or
+ * -1. */
+static int ctl_run(const fault_cluster *c, const char *prog, int quiet,
+                   char *out, size_t n, const char *const *args) {
     int pfd[2] = {-1, -1};
     if (out && pipe(pfd) != 0)
         return -1;
@@ -115,7 +140,7 @@ static int ctl_run(const fault_cluster *c, int quiet, char *out, size_t n,
     if (pid == 0) {
         const char *argv[16];
         int k = 0;
-        argv[k++] = c->ctl;
+        argv[k++] = prog;
         for (int i = 0; args[i] && k < 15; i++)
             argv[k++] = args[i];
         argv[k] = NULL;
@@ -131,7 +156,7 @@ static int ctl_run(const fault_cluster *c, int quiet, char *out, size_t n,
             int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
             dup2(fd >= 0 ? fd : devnull, 2);
         }
-        execv(c->ctl, (char *const *)argv);
+        execv(prog, (char *const *)argv);
         _exit(127);
     }
     if (out) {
@@ -168,7 +193,7 @@ static int ctl_run(const fault_cluster *c, int quiet, char *out, size_t n,
 static int ctl(const fault_cluster *c, const char *a1, const char *a2,
                const char *a3, char *detail, size_t n) {
     const char *args[] = {a1, a2, a3, NULL};
-    int rc = ctl_run(c, 1, NULL, 0, args);
+    int rc = ctl_run(c, c->ctl, 1, NULL, 0, args);
     if (rc == 0)
         return 0;
     char path[300], line[300], last[300] = "";
@@ -281,9 +306,7 @@ static int proxy_start(fault_cluster *c, int node, char *why, size_t n) {
 
 static int proxy_mode(const fault_cluster *c, int node, const char *mode) {
     const char *args[] = {"ctl", c->proxy_ctl[node], mode, NULL};
-    fault_cluster tool = *c;
-    snprintf(tool.ctl, sizeof(tool.ctl), "%s", c->proxy_bin);
-    return ctl_run(&tool, 1, NULL, 0, args) == 0 ? 0 : -1;
+    return ctl_run(c, c->proxy_bin, 1, NULL, 0, args) == 0 ? 0 : -1;
 }
 
 int fault_cluster_start(fault_cluster *c, int proxies, char *why, size_t n) {
@@ -309,7 +332,7 @@ int fault_cluster_start(fault_cluster *c, int proxies, char *why, size_t n) {
     }
     const char *args[] = {"start", NULL};
     char dir[256];
-    if (ctl_run(c, 0, dir, sizeof(dir), args) != 0 || dir[0] != '/') {
+    if (ctl_run(c, c->ctl, 0, dir, sizeof(dir), args) != 0 || dir[0] != '/') {
         say(why, n, "pg-cluster start failed (its messages are above)");
         return -1;
     }
@@ -349,10 +372,11 @@ void fault_cluster_stop(fault_cluster *c) {
     }
 }
 
-void fault_cluster_conninfo(const fault_cluster *c, const char *app,
-                            const char *extra, char *out, size_t n) {
-    int p0 = c->proxy_port[0] ? c->proxy_port[0] : c->port[0];
-    int p1 = c->proxy_port[1] ? c->proxy_port[1] : c->port[1];
+void fault_cluster_conninfo(const fault_cluster *c, int via_proxy,
+                            const char *app, const char *extra, char *out,
+                            size_t n) {
+    int p0 = via_proxy && c->proxy_port[0] ? c->proxy_port[0] : c->port[0];
+    int p1 = via_proxy && c->proxy_port[1] ? c->proxy_port[1] : c->port[1];
     snprintf(out, n,
              "host=%s,%s port=%d,%d user=%s password=%s dbname=%s "
              "application_name=%s sslmode=disable gssencmode=disable%s%s",
@@ -396,6 +420,24 @@ int fault_admin_exec(const fault_cluster *c, int node, const char *sql,
     return rc;
 }
 
+int fault_count_app(const fault_cluster *c, const char *app) {
+    PGconn *a = admin_connect(c, c->writable, 1);
+    int k = -1;
+    if (PQstatus(a) == CONNECTION_OK) {
+        const char *v[1] = {app};
+        PGresult *r = PQexecParams(
+            a,
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+            "$1 AND backend_type = 'client backend'",
+            1, NULL, v, NULL, NULL, 0);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+            k = atoi(PQgetvalue(r, 0, 0));
+        PQclear(r);
+    }
+    PQfinish(a);
+    return k;
+}
+
 int fault_node_role(const fault_cluster *c, int node) {
     PGconn *a = admin_connect(c, node, 1);
     int role = -1;
@@ -411,13 +453,17 @@ int fault_node_role(const fault_cluster *c, int node) {
 
 /* Terminate the workload's backends on node (every backend of the
  * application user but the slot holders of FAULT_TOO_MANY). */
-static int terminate_all(fault_cluster *c, char *detail, size_t n) {
+static int terminate(fault_cluster *c, int all, char *detail, size_t n) {
     char sql[400];
     snprintf(sql, sizeof(sql),
              "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-             "WHERE usename = '%s' AND application_name <> 'tether-demo-hog'",
-             c->user);
+             "WHERE usename = '%s' AND application_name <> 'tether-demo-hog'%s",
+             c->user, all ? "" : " AND random() < 0.5");
     return fault_admin_exec(c, c->writable, sql, detail, n);
+}
+
+static int terminate_all(fault_cluster *c, char *detail, size_t n) {
+    return terminate(c, 1, detail, n);
 }
 
 /* ---- hang ---------------------------------------------------------------- */
@@ -571,6 +617,14 @@ int fault_begin(fault_cluster *c, const fault_event *e, char *detail,
         say(detail, n, "every backend of the workload on %s:%d terminated",
             c->host, c->port[w]);
         return 0;
+    case FAULT_TERMINATE_SOME:
+        if (terminate(c, 0, detail, n) != 0)
+            return -1;
+        say(detail, n,
+            "about half the workload's backends on %s:%d "
+            "terminated",
+            c->host, c->port[w]);
+        return 0;
     case FAULT_RESTART:
         if (ctl(c, "stop-node", c->dir, node_name(w), detail, n) != 0)
             return -1;
@@ -610,11 +664,10 @@ int fault_begin(fault_cluster *c, const fault_event *e, char *detail,
         }
         if (ctl(c, "stop-node", c->dir, node_name(w), detail, n) != 0)
             return -1;
-        say(detail, n,
-            "%s:%d stopped for good; standby %s:%d promoted "
-            "%.1f s later",
-            c->host, c->port[w], c->host, c->port[1 - w],
-            (double)e->hold_ms / 1000.0);
+        say(detail, n, "%s:%d stopped%s; standby %s:%d promoted %.1f s later",
+            c->host, c->port[w],
+            c->rebuild ? ", then rebuilt as a standby" : " for good", c->host,
+            c->port[1 - w], (double)e->hold_ms / 1000.0);
         return 0;
     default:
         say(detail, n, "unknown fault %d", (int)e->kind);
@@ -640,10 +693,15 @@ int fault_end(fault_cluster *c, const fault_event *e, char *detail, size_t n) {
         }
         return 0;
     case FAULT_FAILOVER:
-        if (ctl(c, "promote", c->dir, NULL, detail, n) != 0)
+        if (ctl(c, "promote", c->dir, node_name(1 - c->writable), detail, n))
             return -1;
         c->writable = 1 - c->writable;
         c->standby_up = 0;
+        if (!c->rebuild)
+            return 0;
+        if (ctl(c, "rebuild", c->dir, node_name(1 - c->writable), detail, n))
+            return -1;
+        c->standby_up = 1; /* so the failover can come again */
         return 0;
     default:
         return 0;

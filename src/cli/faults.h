@@ -23,8 +23,10 @@ typedef enum fault_kind {
     FAULT_TOO_MANY,  /* all connection slots taken, the pool's backends
                         terminated: reconnects meet 53300 */
     FAULT_BLACKHOLE, /* the primary's proxy moves no byte, accepts nothing */
-    FAULT_FAILOVER,  /* primary stopped for good, the standby promoted
-                        after the hold */
+    FAULT_FAILOVER,  /* primary stopped, the standby promoted after the
+                        hold; with rebuild set, the old primary rebuilt as
+                        the new standby */
+    FAULT_TERMINATE_SOME, /* about half the workload's backends */
     FAULT_NKINDS
 } fault_kind;
 
@@ -39,12 +41,20 @@ typedef struct fault_event {
     int64_t hold_ms;
 } fault_event;
 
-#define FAULT_MAX_EVENTS 16
+#define FAULT_MAX_EVENTS 1024
 
 /* fault_schedule_demo fills ev with the demo's schedule for a run of
  * total_ms: one fault of each kind, spread over the run, the failover
  * last (after it there is no standby). Returns the number of events. */
 int fault_schedule_demo(fault_event *ev, int64_t total_ms, int blackhole);
+
+/* fault_schedule_random fills ev (room for max) with faults of every
+ * kind in a random order from seed, 1-3 s apart after each one's hold
+ * (hang 1-5 s; too many and blackhole 1-3 s; the promotion 0.5-1.5 s
+ * after the stop), from 2 s into a run of total_ms to 3 s before its end.
+ * Returns the number of events. */
+int fault_schedule_random(fault_event *ev, int max, int64_t total_ms,
+                          uint64_t seed);
 
 /* The cluster and its proxies. Filled by fault_cluster_start. */
 typedef struct fault_cluster {
@@ -57,8 +67,9 @@ typedef struct fault_cluster {
     int proxy_pid[2];  /* its process */
     char proxy_ctl[2][300]; /* its control socket */
     char proxy_bin[512];    /* tests/tools/faultproxy */
-    int writable;           /* which node takes writes now (0 or 1) */
+    _Atomic int writable;   /* which node takes writes now (0 or 1) */
     int standby_up;         /* the other node still runs as a standby */
+    int rebuild; /* a failover rebuilds the old primary as the standby */
 } fault_cluster;
 
 /* fault_cluster_start starts a scratch primary and standby through
@@ -74,15 +85,21 @@ int fault_cluster_start(fault_cluster *c, int proxies, char *why, size_t n);
 void fault_cluster_stop(fault_cluster *c);
 
 /* fault_cluster_conninfo writes the connection string of both nodes
- * (through the proxies when there are some) for application_name app, with
+ * (through the proxies when via_proxy is set and there are some) for
+ * application_name app, with
  * extra appended. Holds the password: never print it. */
-void fault_cluster_conninfo(const fault_cluster *c, const char *app,
-                            const char *extra, char *out, size_t n);
+void fault_cluster_conninfo(const fault_cluster *c, int via_proxy,
+                            const char *app, const char *extra, char *out,
+                            size_t n);
 
 /* fault_admin_exec runs sql as the superuser on node (over the unix
  * socket). Returns 0, or -1 with why filled. */
 int fault_admin_exec(const fault_cluster *c, int node, const char *sql,
                      char *why, size_t n);
+
+/* fault_count_app returns how many client backends named app the
+ * writable node has now (superuser, 1 s connect timeout), or -1. */
+int fault_count_app(const fault_cluster *c, const char *app);
 
 /* fault_node_role tells what node answers now: 1 primary, 0 standby,
  * -1 not answering (a short connect timeout). */
