@@ -112,13 +112,13 @@ static int find_tool(const char *env, const char *name, const char *built,
         char *slash = strrchr(exe, '/');
         if (slash) {
             *slash = '\0';
-            snprintf(out, n, "%s/../libexec/tether/%s", exe, name);
-            if (access(out, X_OK) == 0)
+            int k = snprintf(out, n, "%s/../libexec/tether/%s", exe, name);
+            if (k > 0 && (size_t)k < n && access(out, X_OK) == 0)
                 return 0;
         }
     }
-    snprintf(out, n, "%s", built);
-    return access(out, X_OK);
+    int k = snprintf(out, n, "%s", built);
+    return k > 0 && (size_t)k < n ? access(out, X_OK) : -1;
 }
 
 /* Run prog (pg-cluster or faultproxy) with args (NULL-terminated), its

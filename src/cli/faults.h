@@ -58,15 +58,15 @@ int fault_schedule_random(fault_event *ev, int max, int64_t total_ms,
 
 /* The cluster and its proxies. Filled by fault_cluster_start. */
 typedef struct fault_cluster {
-    char dir[256]; /* pg-cluster's directory */
-    char ctl[512]; /* the pg-cluster script */
-    char host[64]; /* loopback address the servers listen on */
+    char dir[256];  /* pg-cluster's directory */
+    char ctl[4096]; /* the pg-cluster script */
+    char host[64];  /* loopback address the servers listen on */
     char user[64], password[64], db[64], sock[300], super[64];
     int port[2];       /* server ports: [0] node "primary", [1] "standby" */
     int proxy_port[2]; /* the fault proxy's port in front of each; 0: none */
     int proxy_pid[2];  /* its process */
     char proxy_ctl[2][300]; /* its control socket */
-    char proxy_bin[512];    /* tests/tools/faultproxy */
+    char proxy_bin[4096];   /* tests/tools/faultproxy */
     _Atomic int writable;   /* which node takes writes now (0 or 1) */
     int standby_up;         /* the other node still runs as a standby */
     int rebuild; /* a failover rebuilds the old primary as the standby */
