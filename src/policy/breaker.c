@@ -11,7 +11,7 @@
  * no lock. State-change callbacks are queued under the lock and delivered
  * in order, outside it, by whichever thread finds the queue idle: a
  * callback may call back into the breaker (even change its state). */
-#include "internal.h"
+#include "breaker.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -425,6 +425,31 @@ void tether_breaker_record(tether_breaker *b, int permit, int ok,
 }
 
 /* ---- inspection and manual control ------------------------------------ */
+
+int tether__breaker_blocks(tether_breaker *b) {
+    if (atomic_load_explicit(&b->state, memory_order_acquire) ==
+        TETHER_BREAKER_CLOSED)
+        return 0;
+    int64_t now = tether__now_ms(b->o.clock);
+    pthread_mutex_lock(&b->lock);
+    int blocks;
+    switch ((tether_breaker_state)atomic_load_explicit(&b->state,
+                                                       memory_order_relaxed)) {
+    case TETHER_BREAKER_OPEN:
+        blocks = now - b->opened_at < b->period;
+        break;
+    case TETHER_BREAKER_HALF_OPEN:
+        blocks = now - b->probe_at < b->period;
+        break;
+    case TETHER_BREAKER_CLOSED:
+        blocks = 0;
+        break;
+    default: /* isolated */
+        blocks = 1;
+    }
+    pthread_mutex_unlock(&b->lock);
+    return blocks;
+}
 
 tether_breaker_state tether_breaker_state_get(tether_breaker *b) {
     return (tether_breaker_state)atomic_load_explicit(&b->state,

@@ -188,6 +188,7 @@ void tether__pool_housekeep(tether_pool *p) {
     if (nb)
         keepalive_start(p, batch, nb);
     tether__pool_fill(p);
+    tether__pool_grant_due(p);
 }
 
 /* ---- the tick ------------------------------------------------------------ */
@@ -195,6 +196,7 @@ void tether__pool_housekeep(tether_pool *p) {
 static void pool_tick(void *ctx, unsigned tick) {
     tether_pool *p = ctx;
     tether__pool_serve_head(p);
+    tether__pool_grant_due(p);
     if (tick % PASS_EVERY == 0)
         tether__pool_housekeep(p);
 }

@@ -269,9 +269,33 @@ static void queue_remove(tether_pool *p, waiter *w, int wake_next) {
     atomic_fetch_sub(&p->waiters, 1);
 }
 
+/* Whether the connect breaker refuses new connections now. */
+static int breaker_blocks(tether_pool *p) {
+    return p->breaker && tether__breaker_blocks(p->breaker);
+}
+
+/* While the breaker blocks connects, waiters wait for a release; when no
+ * connection is left to be released, there is nothing to wait for: each
+ * is woken to look again, and fails fast with the breaker's error. */
+static void wake_all_again_locked(tether_pool *p) {
+    while (p->head) {
+        waiter *w = p->head;
+        queue_remove(p, w, 0);
+        w->wake = WAKE_AGAIN;
+        pthread_cond_signal(&w->cv);
+    }
+}
+
 /* Hand capacity (room for one more connection) to the first waiters: the
- * reservation is made here, the waiter creates the connection. */
+ * reservation is made here, the waiter creates the connection. Not while
+ * the connect breaker blocks (a throttled or dead server): waiters then
+ * wait for a release. */
 static void grant_capacity_locked(tether_pool *p) {
+    if (p->head && p->total < p->o.max_size && breaker_blocks(p)) {
+        if (p->total == 0)
+            wake_all_again_locked(p);
+        return;
+    }
     while (p->head && p->total < p->o.max_size &&
            p->creating < p->o.max_creating) {
         waiter *w = p->head;
@@ -542,6 +566,16 @@ TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
     atomic_fetch_sub(&s->state, SLOT_INFLIGHT);
 }
 
+void tether__pool_grant_due(tether_pool *p) {
+    if (!p->breaker ||
+        atomic_load_explicit(&p->waiters, memory_order_relaxed) == 0)
+        return;
+    pthread_mutex_lock(&p->lock);
+    if (!atomic_load(&p->closing))
+        grant_capacity_locked(p);
+    pthread_mutex_unlock(&p->lock);
+}
+
 void tether__pool_serve_head(tether_pool *p) {
     if (!head_overdue(p))
         return;
@@ -586,6 +620,10 @@ static void setup_slot(tether_pool *p, tether_lease *s, void *conn) {
 int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
                                  tether_lease **out, tether_error *err) {
     *out = NULL;
+    tether_error scratch;
+    tether_error *e = err ? err : &scratch; /* the class decides below */
+    tether_error_clear(e);
+    err = e;
     int permit = TETHER_PERMIT_CALL;
     if (p->breaker) {
         permit = tether_breaker_allow(p->breaker, err);
@@ -599,8 +637,11 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
     else if (permit != TETHER_EOPEN)
         rc = tether__driver_connect(p->drv, p->o.driver_ctx, NULL, budget_ms,
                                     p->o.clock, &conn, err);
+    /* A throttled refusal (53300, 57P03) comes from a server that is up
+     * but busy: not a failure that should block connects. */
     if (p->breaker && permit != TETHER_EOPEN)
-        tether_breaker_record(p->breaker, permit, rc == 0, err);
+        tether_breaker_record(p->breaker, permit,
+                              rc == 0 || e->cls == TETHER_CLASS_THROTTLED, e);
     pthread_mutex_lock(&p->lock);
     p->creating--;
     tether_lease *s = rc == 0 ? claim_free_locked(p) : NULL;
@@ -630,6 +671,7 @@ typedef struct acq {
     const char *file;
     int line;
     tether_error *err;
+    int no_create; /* a connect was throttled or blocked: wait for a release */
 } acq;
 
 static int64_t left_ms(const acq *a) {
@@ -741,16 +783,38 @@ static int wait_turn(acq *a, tether_lease **got) {
 
 /* One round of the slow path, entered with the lock held. Returns 1 with
  * *got, 0 to go round again, <0 on error (the lock is released). */
+/* A connect this caller made failed with rc. A server that refused it as
+ * busy (throttled: 53300, 57P03) or a breaker that blocks connects is no
+ * reason to fail while other connections are out: their release is
+ * awaited instead (0: go round again, without connecting). */
+static int after_refusal(acq *a, int rc) {
+    tether_pool *p = a->p;
+    int throttled = a->err && a->err->cls == TETHER_CLASS_THROTTLED;
+    if ((rc != TETHER_EOPEN && !throttled) ||
+        tether__mono_ns() >= a->deadline_ns)
+        return rc;
+    pthread_mutex_lock(&p->lock);
+    int others = p->total > 0;
+    pthread_mutex_unlock(&p->lock);
+    if (!others)
+        return rc; /* nothing to wait for */
+    a->no_create = 1;
+    return 0;
+}
+
 static int slow_round(acq *a, tether_lease **got) {
     tether_pool *p = a->p;
     grant_capacity_locked(p); /* earlier arrivals first */
+    /* With the breaker blocking connects, create (and so fail fast with
+     * its error) only when no connection is out to wait for. */
     if (p->total < p->o.max_size && p->creating < p->o.max_creating &&
-        p->nqueued == 0) {
+        p->nqueued == 0 && !a->no_create &&
+        (p->total == 0 || !breaker_blocks(p))) {
         p->total++;
         p->creating++;
         pthread_mutex_unlock(&p->lock);
         int rc = tether__pool_create_reserved(p, left_ms(a), got, a->err);
-        return rc == 0 ? 1 : rc;
+        return rc == 0 ? 1 : after_refusal(a, rc);
     }
     if (p->nqueued >= p->o.max_waiters) {
         pthread_mutex_unlock(&p->lock);
@@ -796,6 +860,23 @@ static int acquire_slow(acq *a, tether_lease **out) {
     }
 }
 
+/* The acquire that found no idle connection: wait, create or fail. Out of
+ * line, so that its frame (an error for when the caller passed none) is
+ * not the fast path's. */
+__attribute__((noinline)) static int
+acquire_wait(tether_pool *p, int64_t timeout_ms, tether_lease **out,
+             tether_error *err, const char *file, int line) {
+    if (timeout_ms < 0)
+        timeout_ms = p->o.acquire_timeout_ms;
+    tether_error scratch; /* acquire_slow reads the class of a failure */
+    acq a = {p, tether__mono_ns(), 0, file, line, err ? err : &scratch, 0};
+    a.deadline_ns = a.start_ns + timeout_ms * 1000000LL;
+    int rc = acquire_slow(&a, out);
+    if (rc == 0)
+        tether__hist_record(p, (tether__mono_ns() - a.start_ns) / 1000);
+    return rc;
+}
+
 TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
                                        tether_lease **out, tether_error *err,
                                        const char *file, int line) {
@@ -817,14 +898,7 @@ TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
             }
         }
     }
-    if (timeout_ms < 0)
-        timeout_ms = p->o.acquire_timeout_ms;
-    acq a = {p, tether__mono_ns(), 0, file, line, err};
-    a.deadline_ns = a.start_ns + timeout_ms * 1000000LL;
-    int rc = acquire_slow(&a, out);
-    if (rc == 0)
-        tether__hist_record(p, (tether__mono_ns() - a.start_ns) / 1000);
-    return rc;
+    return acquire_wait(p, timeout_ms, out, err, file, line);
 }
 
 /* ---- release ------------------------------------------------------------- */

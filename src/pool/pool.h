@@ -4,6 +4,7 @@
 #ifndef TETHER_POOL_H
 #define TETHER_POOL_H
 
+#include "breaker.h"
 #include "connector.h"
 #include "driver.h"
 #include "internal.h"
@@ -81,7 +82,9 @@ typedef struct waiter {
     const tether_lease *last; /* the caller's last connection, or NULL */
 } waiter;
 
-enum { WAKE_NONE = 0, WAKE_CREATE, WAKE_CLOSED };
+/* WAKE_AGAIN: look again (the breaker blocks new connections and none is
+ * left to wait for: the waiter fails fast). */
+enum { WAKE_NONE = 0, WAKE_CREATE, WAKE_CLOSED, WAKE_AGAIN };
 
 struct tether_pool {
     /* Everything acquire, release and run() read when an idle connection
@@ -231,6 +234,11 @@ void tether__pool_fill(tether_pool *p);
  * connection left idle: the housekeeper's backstop on every tick for a
  * waiter that became first by a hand-over, which is not woken to poll. */
 void tether__pool_serve_head(tether_pool *p);
+
+/* tether__pool_grant_due hands creation capacity to waiters that the
+ * connect breaker kept waiting, once it lets a connect through again
+ * (the housekeeper calls it). */
+void tether__pool_grant_due(tether_pool *p);
 
 /* tether__pool_housekeep runs one housekeeping pass over p now: idle
  * timeout, lifetime, keepalive, leak reports, refill to min. Tests call it

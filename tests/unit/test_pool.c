@@ -1043,6 +1043,79 @@ static void test_blocking_period_timeline(void **state) {
     teardown(&f);
 }
 
+/* While the breaker blocks connects, a caller that finds no idle
+ * connection waits for a release when connections are out, instead of
+ * failing at once; with none out there is nothing to wait for: it fails
+ * fast, and so does a waiter when the last one goes. */
+static void test_blocking_period_waits_for_release(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 3);
+    tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
+    tether_sim_set_down(f.sim, 1);
+    tether_error err = {0};
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
+                     TETHER_ECONNECT); /* its own connect failed: opens */
+    _Atomic int order[2], served = 0;
+    waiter_arg wa = {f.pool, 0, order, &served, 5000, -1, NULL, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, waiter_main, &wa);
+    wait_for_waiters(f.pool, 1); /* waiting, not failed with EOPEN */
+    tether_lease_release(y);
+    pthread_join(th, NULL);
+    assert_served_in_time(wa.rc, wa.took_ms, 5000);
+    assert_ptr_equal(wa.got, y);
+    /* A waiter while only x is out: x is discarded, nothing is left to
+     * wait for, and the waiter fails fast with the breaker's error. */
+    y = must_acquire(f.pool);
+    tether_lease_discard(y);
+    waiter_arg wb = {f.pool, 1, order, &served, 5000, -1, NULL, 0};
+    pthread_create(&th, NULL, waiter_main, &wb);
+    wait_for_waiters(f.pool, 1);
+    tether_lease_discard(x);
+    pthread_join(th, NULL);
+    assert_int_equal(wb.rc, TETHER_EOPEN);
+    assert_true(wb.took_ms < 4000);
+    tether_sim_stats st, st2;
+    tether_sim_stats_get(f.sim, &st);
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
+                     TETHER_EOPEN); /* none out: at once */
+    tether_sim_stats_get(f.sim, &st2);
+    assert_int_equal(st2.connects, st.connects);
+    teardown(&f);
+}
+
+/* A server that refuses a connect as busy (53300) is up: the breaker stays
+ * closed, and a caller whose connect it refused waits for a release while
+ * other connections are out. */
+static void test_throttled_connect_waits_for_release(void **state) {
+    (void)state;
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    virtual_opts(&f, 1000, &so, &po);
+    so.max_connections = 2; /* beyond: refused as throttled */
+    po.max_size = 3;
+    setup_with(&f, &so, &po);
+    tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
+    _Atomic int order[1], served = 0;
+    waiter_arg wa = {f.pool, 0, order, &served, 5000, -1, NULL, 0};
+    pthread_t th;
+    pthread_create(&th, NULL, waiter_main, &wa);
+    wait_for_waiters(f.pool, 1);
+    tether_lease_release(x);
+    pthread_join(th, NULL);
+    assert_served_in_time(wa.rc, wa.took_ms, 5000);
+    assert_ptr_equal(wa.got, x);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
+    assert_int_equal(m.breaker_rejections, 0);
+    tether_lease_release(y);
+    teardown(&f);
+}
+
 /* An authentication failure is permanent: no retry, no further connect.
  * And nothing the pool reports carries the password of the conninfo it
  * holds: not the errors of an acquire and a run, not its log, not its
@@ -1648,6 +1721,8 @@ int main(void) {
         cmocka_unit_test(test_keepalive_validates_idle),
         cmocka_unit_test(test_leak_report_once_with_place),
         cmocka_unit_test(test_blocking_period_timeline),
+        cmocka_unit_test(test_blocking_period_waits_for_release),
+        cmocka_unit_test(test_throttled_connect_waits_for_release),
         cmocka_unit_test(test_auth_failure_no_password),
         cmocka_unit_test(test_no_lock_across_connect),
         cmocka_unit_test(test_close_semantics),
