@@ -115,6 +115,12 @@ typedef enum tether_stop {
 
 #define TETHER_MSG_MAX 256
 
+/* The longest duration tether takes anywhere (1000000 h, in ms): policy
+ * specs, connection-string keywords and the pool's options refuse longer
+ * ones; the timeouts of tether_pool_acquire and tether_pool_close are
+ * capped at it. Deadlines in nanoseconds then fit in 64 bits. */
+#define TETHER_DURATION_MAX_MS 3600000000000LL
+
 /* Details of a failure. Zero-initialize it or call tether_error_clear. */
 typedef struct tether_error {
     int code;                     /* TETHER_E* (0 when no error): always the
@@ -937,8 +943,10 @@ TETHER_API int tether_pool_open(tether_pool **out, const char *conninfo,
 
 /* tether_pool_close stops handing out connections (acquire then returns
  * TETHER_ECLOSED), closes idle connections and waits up to wait_ms (-1 =
- * forever) for leases to come back, closing each as it returns. Returns 0,
- * or TETHER_ETIMEDOUT with leases still out (they close when released). */
+ * forever; below -1 is taken as forever, longer than
+ * TETHER_DURATION_MAX_MS is capped at it) for leases to come back, closing
+ * each as it returns. Returns 0, or TETHER_ETIMEDOUT with leases still out
+ * (they close when released). */
 TETHER_API int tether_pool_close(tether_pool *p, int64_t wait_ms,
                                  tether_error *err);
 
@@ -948,7 +956,8 @@ TETHER_API int tether_pool_close(tether_pool *p, int64_t wait_ms,
 TETHER_API void tether_pool_destroy(tether_pool *p);
 
 /* tether_pool_acquire_at borrows a connection within timeout_ms (-1: the
- * pool's acquire timeout). Waiters are served first come, first served.
+ * pool's acquire timeout; longer than TETHER_DURATION_MAX_MS is capped at
+ * it; below -1 is TETHER_EINVAL). Waiters are served first come, first served.
  * Errors: TETHER_ETIMEDOUT, TETHER_EQUEUEFULL (too many waiters),
  * TETHER_ECLOSED, a connect error, or TETHER_EOPEN during a blocking
  * period after failed connects (err->cause: the connect error; the

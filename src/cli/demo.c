@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "demo.h"
 
+#include <errno.h>
 #include <libpq-fe.h>
 #include <poll.h>
 #include <pthread.h>
@@ -61,8 +62,6 @@ static struct demo {
     atomic_int fault_busy; /* a fault is being done, held or recovered */
     atomic_int_fast64_t calm_since; /* when the last one was over */
     check_report chk;
-    atomic_long own_kb; /* what the demo itself allocated (acked ids) */
-    long own_warm_kb;
     uint64_t accounting_checks;
 } D;
 
@@ -146,8 +145,8 @@ static int work(void *conn, void *arg, const tether_attempt *a,
 typedef struct worker {
     int index;
     uint64_t seed, seq;
-    uint64_t *acked; /* ids of acknowledged inserts */
-    size_t nacked, cap;
+    FILE *acked; /* ids of acknowledged inserts (a temporary file) */
+    size_t nacked;
     pthread_t th;
 } worker;
 
@@ -158,17 +157,11 @@ static uint64_t rnd(worker *w) {
     return w->seed;
 }
 
+/* Keep the id of an acknowledged insert: in a temporary file, so that the
+ * demo's own bookkeeping does not grow the memory the soak measures. */
 static void note_ack(worker *w, uint64_t id) {
-    if (w->nacked == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 4096;
-        uint64_t *a = realloc(w->acked, cap * sizeof(*a));
-        if (!a)
-            return; /* not counted: the report's check covers fewer ids */
-        atomic_fetch_add(&D.own_kb, (cap - w->cap) * sizeof(*a) / 1024);
-        w->acked = a;
-        w->cap = cap;
-    }
-    w->acked[w->nacked++] = id;
+    if (w->acked && fwrite(&id, sizeof(id), 1, w->acked) == 1)
+        w->nacked++;
 }
 
 /* Account one finished statement started at t_start. */
@@ -307,9 +300,10 @@ static int count_once(worker *ws, int nw, once_count *oc, char *why, size_t n) {
         total += ws[i].nacked;
     uint64_t *acked = malloc((total + 1) * sizeof(*acked));
     size_t k = 0;
-    for (int i = 0; acked && i < nw; i++)
-        for (size_t j = 0; j < ws[i].nacked; j++)
-            acked[k++] = ws[i].acked[j];
+    for (int i = 0; acked && i < nw; i++) {
+        rewind(ws[i].acked);
+        k += fread(acked + k, sizeof(*acked), ws[i].nacked, ws[i].acked);
+    }
     memset(oc, 0, sizeof(*oc));
     if (acked)
         qsort(acked, k, sizeof(*acked), cmp_u64);
@@ -814,6 +808,19 @@ static int run_workload(void) {
     if (!ws)
         return CLI_FAIL;
     for (int i = 0; i < nw; i++) {
+        ws[i].acked = tmpfile();
+        if (!ws[i].acked) {
+            fprintf(stderr,
+                    "tether demo: no temporary file for the "
+                    "acknowledged ids: %s\n",
+                    strerror(errno));
+            for (int j = 0; j < i; j++)
+                fclose(ws[j].acked);
+            free(ws);
+            return CLI_FAIL;
+        }
+    }
+    for (int i = 0; i < nw; i++) {
         ws[i].index = i;
         ws[i].seed = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
         pthread_create(&ws[i].th, NULL, worker_main, &ws[i]);
@@ -829,10 +836,8 @@ static int run_workload(void) {
     while (sleep_until(next_line < end ? next_line : end) && now_ms() < end) {
         int64_t t = now_ms();
         sample_second((int)(t / 1000) - 1);
-        if (!D.chk.rss_warm_kb && t >= warm) {
+        if (!D.chk.rss_warm_kb && t >= warm)
             D.chk.rss_warm_kb = check_rss_kb();
-            D.own_warm_kb = atomic_load(&D.own_kb);
-        }
         check_accounting(t);
         progress(t, last_ops, t - last_t);
         last_ops = atomic_load(&D.ops);
@@ -841,9 +846,7 @@ static int run_workload(void) {
     }
     int64_t ran = now_ms();
     sample_second((int)(ran / 1000) - 1);
-    /* tether's growth: the demo's own id lists do not count */
-    D.chk.rss_end_kb =
-        check_rss_kb() - (atomic_load(&D.own_kb) - D.own_warm_kb);
+    D.chk.rss_end_kb = check_rss_kb();
     atomic_store(&D.stop, 1);
     /* Waiting callers and retries end now (TETHER_ECLOSED, not counted);
      * a statement in flight ends within STMT_TIMEOUT_MS. */
@@ -857,7 +860,8 @@ static int run_workload(void) {
     check_totals(&D.chk, D.secs, D.nsecs);
     int rc = interrupted ? CLI_FAIL : finish(ws, nw, ran);
     for (int i = 0; i < nw; i++)
-        free(ws[i].acked);
+        if (ws[i].acked)
+            fclose(ws[i].acked);
     free(ws);
     return rc;
 }

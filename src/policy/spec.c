@@ -18,12 +18,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#define SPEC_COUNT_MAX 1000000               /* bound of every count */
-#define SPEC_DUR_MAX (1000000LL * 3600000LL) /* 1000000h: ns fit int64 */
-#define SPEC_QUOTE_MAX 40                    /* user text shown in errors */
-#define SPEC_QBUF (SPEC_QUOTE_MAX + 4)       /* + "..." + NUL */
-#define SPEC_DIGITS_MAX 15                   /* significant digits (floats) */
-#define SPEC_POW10_MAX 22                    /* 1e22 is exact in a double */
+#define SPEC_COUNT_MAX 1000000              /* bound of every count */
+#define SPEC_DUR_MAX TETHER_DURATION_MAX_MS /* 1000000h: ns fit int64 */
+#define SPEC_QUOTE_MAX 40                   /* user text shown in errors */
+#define SPEC_QBUF (SPEC_QUOTE_MAX + 4)      /* + "..." + NUL */
+#define SPEC_DIGITS_MAX 15                  /* significant digits (floats) */
+#define SPEC_POW10_MAX 22                   /* 1e22 is exact in a double */
 #define SPEC_BIT(i) (1u << (i))
 #define SPEC_COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

@@ -70,15 +70,18 @@ static int check_opts(const tether_pool_opts *o, tether_error *err) {
         return bad_opt(err, "min_size", o->min_size, "want 0..max_size");
     if (o->max_creating < 1)
         return bad_opt(err, "max_creating", o->max_creating, "want >= 1");
-    if (o->acquire_timeout_ms < 0)
+    if (o->acquire_timeout_ms < 0 ||
+        o->acquire_timeout_ms > TETHER_DURATION_MAX_MS)
         return bad_opt(err, "acquire_timeout_ms", o->acquire_timeout_ms,
-                       "want >= 0");
+                       "want 0 .. 1000000 h in ms");
     if (o->max_waiters < 0)
         return bad_opt(err, "max_waiters", o->max_waiters, "want >= 0");
-    if (o->barge_limit_us < 0)
-        return bad_opt(err, "barge_limit_us", o->barge_limit_us, "want >= 0");
-    if (o->probe_idle_ms < 0)
-        return bad_opt(err, "probe_idle_ms", o->probe_idle_ms, "want >= 0");
+    if (o->barge_limit_us < 0 || o->barge_limit_us > 1000000000)
+        return bad_opt(err, "barge_limit_us", o->barge_limit_us,
+                       "want 0 .. 1000000000 (1000 s)");
+    if (o->probe_idle_ms < 0 || o->probe_idle_ms > TETHER_DURATION_MAX_MS)
+        return bad_opt(err, "probe_idle_ms", o->probe_idle_ms,
+                       "want 0 .. 1000000 h in ms");
     const int64_t *ms[] = {&o->validate_idle_ms, &o->validate_timeout_ms,
                            &o->keepalive_ms,     &o->idle_timeout_ms,
                            &o->max_lifetime_ms,  &o->leak_threshold_ms};
@@ -86,8 +89,15 @@ static int check_opts(const tether_pool_opts *o, tether_error *err) {
                            "keepalive_ms",     "idle_timeout_ms",
                            "max_lifetime_ms",  "leak_threshold_ms"};
     for (int i = 0; i < 6; i++)
-        if (*ms[i] < 0)
-            return bad_opt(err, names[i], *ms[i], "want >= 0");
+        if (*ms[i] < 0 || *ms[i] > TETHER_DURATION_MAX_MS)
+            return bad_opt(err, names[i], *ms[i], "want 0 .. 1000000 h in ms");
+    /* A connection that could expire before or soon after its first use
+     * starves the pool (a connect alone may take seconds): HikariCP keeps
+     * the same floor. */
+    if (o->max_lifetime_ms > 0 && o->max_lifetime_ms < 30000)
+        return bad_opt(err, "max_lifetime_ms", o->max_lifetime_ms,
+                       "want 0 (none) or >= 30000: shorter, connections "
+                       "expire before or soon after their first use");
     return 0;
 }
 
@@ -866,8 +876,14 @@ static int acquire_slow(acq *a, tether_lease **out) {
 __attribute__((noinline)) static int
 acquire_wait(tether_pool *p, int64_t timeout_ms, tether_lease **out,
              tether_error *err, const char *file, int line) {
+    if (timeout_ms < -1)
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "pool %s: bad acquire timeout_ms %lld: want "
+                                "-1 (the pool's) or >= 0",
+                                p->name, (long long)timeout_ms);
     if (timeout_ms < 0)
         timeout_ms = p->o.acquire_timeout_ms;
+    timeout_ms = TETHER__MIN(timeout_ms, TETHER_DURATION_MAX_MS);
     tether_error scratch; /* acquire_slow reads the class of a failure */
     acq a = {p, tether__mono_ns(), 0, file, line, err ? err : &scratch, 0};
     a.deadline_ns = a.start_ns + timeout_ms * 1000000LL;
@@ -882,8 +898,9 @@ TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
                                        const char *file, int line) {
     *out = NULL;
     /* No closed check here: close bumps the generation, so checkout
-     * discards whatever the fast path finds; the slow path reports it. */
-    if (!head_overdue(p)) {
+     * discards whatever the fast path finds; the slow path reports it, and
+     * a timeout below -1. */
+    if (!head_overdue(p) && __builtin_expect(timeout_ms >= -1, 1)) {
         tether_lease *s;
         int64_t us = 0;
         while ((s = take_idle(p)) != NULL) {
@@ -977,6 +994,7 @@ int tether_pool_close(tether_pool *p, int64_t wait_ms, tether_error *err) {
     atomic_fetch_add(&p->gen, 1); /* what the fast path finds is stale */
     wake_all_closed(p);
     sweep_idle(p, CLOSE_SHUTDOWN);
+    wait_ms = TETHER__MIN(wait_ms, TETHER_DURATION_MAX_MS);
     int64_t deadline =
         wait_ms < 0 ? -1 : tether__mono_ns() + wait_ms * 1000000LL;
     struct timespec ts = {(time_t)(deadline / 1000000000LL),

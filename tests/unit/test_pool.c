@@ -153,6 +153,51 @@ static void test_defaults_and_validation(void **state) {
     tether_pool_destroy(NULL);
 }
 
+/* One range for every duration: longer than TETHER_DURATION_MAX_MS is
+ * refused by name (an idle timeout of INT64_MAX once overflowed and closed
+ * every idle connection at once); a lifetime under 30 s is refused; an
+ * acquire timeout below -1 is refused and one above the maximum waits
+ * capped (UBSan, in the sanitizer run, sees any overflow). */
+static void test_duration_ranges(void **state) {
+    (void)state;
+    tether_pool_opts o;
+    tether_pool_opts_init(&o);
+    o.driver = tether_driver_sim();
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    int64_t *fields[] = {&o.idle_timeout_ms, &o.max_lifetime_ms,
+                         &o.validate_idle_ms, &o.acquire_timeout_ms,
+                         &o.probe_idle_ms};
+    const char *names[] = {"idle_timeout_ms", "max_lifetime_ms",
+                           "validate_idle_ms", "acquire_timeout_ms",
+                           "probe_idle_ms"};
+    for (int i = 0; i < 5; i++) {
+        int64_t keep = *fields[i];
+        *fields[i] = INT64_MAX;
+        assert_int_equal(tether_pool_create(&p, &o, &err), TETHER_EINVAL);
+        assert_non_null(strstr(err.message, names[i]));
+        *fields[i] = TETHER_DURATION_MAX_MS + 1;
+        assert_int_equal(tether_pool_create(&p, &o, &err), TETHER_EINVAL);
+        *fields[i] = keep;
+    }
+    o.max_lifetime_ms = 29999;
+    assert_int_equal(tether_pool_create(&p, &o, &err), TETHER_EINVAL);
+    assert_non_null(strstr(err.message, "max_lifetime_ms"));
+    assert_null(p);
+
+    fixture f;
+    setup_virtual(&f, 1);
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, -2, &l, &err), TETHER_EINVAL);
+    assert_non_null(strstr(err.message, "timeout"));
+    assert_null(l);
+    l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, INT64_MAX, &l, &err), 0);
+    tether_lease_release(l);
+    assert_int_equal(tether_pool_close(f.pool, INT64_MAX, &err), 0);
+    teardown(&f);
+}
+
 static void test_reuse_and_metrics(void **state) {
     (void)state;
     fixture f;
@@ -1698,6 +1743,7 @@ static void test_stress_no_double_lease(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults_and_validation),
+        cmocka_unit_test(test_duration_ranges),
         cmocka_unit_test(test_reuse_and_metrics),
         cmocka_unit_test(test_max_size_and_two_holders),
         cmocka_unit_test(test_timeout_accuracy),
