@@ -715,8 +715,9 @@ TETHER_API int tether_budget_opts_parse_sized(const char *spec,
 
 /* tether_duration_parse parses "250ms", "15s", "2m", "1h" (also "0", and
  * "1.5s" when it is a whole number of ms; no surrounding whitespace) into
- * milliseconds. Returns 0, TETHER_ESPEC for bad text or TETHER_EINVAL for
- * NULL arguments; *ms is unchanged on error. */
+ * milliseconds, at most TETHER_DURATION_MAX_MS. Returns 0, TETHER_ESPEC
+ * for bad or longer text or TETHER_EINVAL for NULL arguments; *ms is
+ * unchanged on error. */
 TETHER_API int tether_duration_parse(const char *text, int64_t *ms);
 
 /* ------------------------------------------------------------------------ */

@@ -797,7 +797,7 @@ int tether_duration_parse(const char *text, int64_t *ms) {
     if (!text || !ms)
         return TETHER_EINVAL;
     spec_tok t = {text, strlen(text)};
-    if (duration_scan(t, &v) != NULL)
+    if (duration_scan(t, &v) != NULL || v > TETHER_DURATION_MAX_MS)
         return TETHER_ESPEC;
     *ms = v;
     return 0;
