@@ -22,8 +22,11 @@ typedef struct worker {
     lat_hist waits; /* sampled acquire waits, ns */
 } worker;
 
-static _Atomic int go, stop;
-static _Atomic int ready;
+static _Atomic int stop;
+/* The start: every worker and the main thread meet here. A barrier, not a
+ * spin: thousands of spinning workers kept the main thread from creating
+ * the rest (--threads 4096 never started). */
+static pthread_barrier_t start;
 
 static int64_t now_ns(void) {
     struct timespec ts;
@@ -46,9 +49,7 @@ static void cycle_sampled(worker *w, uint64_t i) {
 
 static void *worker_main(void *arg) {
     worker *w = arg;
-    atomic_fetch_add(&ready, 1);
-    while (!atomic_load_explicit(&go, memory_order_acquire)) {
-    }
+    pthread_barrier_wait(&start);
     uint64_t ops = 0, errors = 0;
     if (w->sample) {
         for (uint64_t i = 0; !atomic_load_explicit(&stop, memory_order_relaxed);
@@ -122,24 +123,22 @@ static void summarize(worker *ws, int n, double secs, bench_result *r) {
 /* Starts the workers, lets them run for the window and joins them;
  * returns the window's length in seconds. */
 static double run_window(const bench_opts *b, worker *ws, pthread_t *th) {
-    atomic_store(&go, 0);
     atomic_store(&stop, 0);
-    atomic_store(&ready, 0);
+    pthread_barrier_init(&start, NULL, (unsigned)b->threads + 1);
     for (int i = 0; i < b->threads; i++)
         if (pthread_create(&th[i], NULL, worker_main, &ws[i])) {
             fprintf(stderr, "tether " CMD ": cannot start thread %d\n", i);
-            exit(CLI_FAIL); /* the others spin on go: no unwinding */
+            exit(CLI_FAIL); /* the others wait at the barrier: no unwinding */
         }
-    while (atomic_load(&ready) < b->threads) {
-    }
+    pthread_barrier_wait(&start);
     int64_t t0 = now_ns();
-    atomic_store_explicit(&go, 1, memory_order_release);
     struct timespec ts = {(time_t)(b->seconds_ms / 1000),
                           (long)(b->seconds_ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
     atomic_store(&stop, 1);
     for (int i = 0; i < b->threads; i++)
         pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&start);
     return (double)(now_ns() - t0) / 1e9;
 }
 
