@@ -594,6 +594,7 @@ static void report_json(const once_count *oc, const tether_pool_metrics *m,
            "\"accounting_checks\":%llu,\"deadline_overruns\":%llu,"
            "\"worst_overrun_ms\":%lld,\"errors_within_deadline\":%llu,"
            "\"rss_growth_pct\":%.1f,\"rss_warm_kb\":%ld,\"rss_end_kb\":%ld,"
+           "\"heap_warm_kb\":%ld,\"heap_end_kb\":%ld,"
            "\"seed\":%llu,\"settings\":",
            (unsigned long long)c->double_leases,
            (unsigned long long)c->accounting_mismatches,
@@ -601,7 +602,8 @@ static void report_json(const once_count *oc, const tether_pool_metrics *m,
            (unsigned long long)c->deadline_overruns,
            (long long)c->worst_overrun_ms,
            (unsigned long long)c->covered_errors, rss_growth_pct(),
-           c->rss_warm_kb, c->rss_end_kb, (unsigned long long)D.o.seed);
+           c->rss_warm_kb, c->rss_end_kb, c->heap_warm_kb, c->heap_end_kb,
+           (unsigned long long)D.o.seed);
     cli_json_str(D.settings);
     if (D.o.chaos) { /* how many of each kind; the list would be long */
         printf(",\"faults\":{");
@@ -836,8 +838,10 @@ static int run_workload(void) {
     while (sleep_until(next_line < end ? next_line : end) && now_ms() < end) {
         int64_t t = now_ms();
         sample_second((int)(t / 1000) - 1);
-        if (!D.chk.rss_warm_kb && t >= warm)
+        if (!D.chk.rss_warm_kb && t >= warm) {
             D.chk.rss_warm_kb = check_rss_kb();
+            D.chk.heap_warm_kb = check_heap_kb();
+        }
         check_accounting(t);
         progress(t, last_ops, t - last_t);
         last_ops = atomic_load(&D.ops);
@@ -847,6 +851,7 @@ static int run_workload(void) {
     int64_t ran = now_ms();
     sample_second((int)(ran / 1000) - 1);
     D.chk.rss_end_kb = check_rss_kb();
+    D.chk.heap_end_kb = check_heap_kb();
     atomic_store(&D.stop, 1);
     /* Waiting callers and retries end now (TETHER_ECLOSED, not counted);
      * a statement in flight ends within STMT_TIMEOUT_MS. */

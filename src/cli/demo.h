@@ -42,6 +42,7 @@ typedef struct check_report {
                                        served again before the deadline */
     uint64_t accounting_mismatches; /* filled by demo.c's sampler */
     long rss_warm_kb, rss_end_kb;
+    long heap_warm_kb, heap_end_kb; /* bytes malloc has handed out */
 } check_report;
 
 /* check_hold notes that conn is now held by a caller (counting a double
@@ -56,8 +57,11 @@ void check_took(int64_t took_ms, int64_t limit_ms);
  * begun at start_ms with limit_ms. */
 void check_failed(int64_t start_ms, int64_t end_ms, int64_t limit_ms);
 
-/* check_rss_kb returns the process's resident memory. */
+/* check_rss_kb returns the process's resident memory; check_heap_kb what
+ * malloc has handed out and not had back (glibc's mallinfo2): resident
+ * memory that grows while this does not is the allocator's free lists. */
 long check_rss_kb(void);
+long check_heap_kb(void);
 
 /* check_totals fills r's counters (not the sampler's nor the memory). */
 void check_totals(check_report *r, const sec_stats *secs, int nsecs);

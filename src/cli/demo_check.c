@@ -4,6 +4,7 @@
  * others before the caller's deadline, resident memory. */
 #include "demo.h"
 
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,11 @@ static uint64_t covered(const sec_stats *secs, int nsecs) {
 
 /* ---- memory
  * -------------------------------------------------------------------- */
+
+long check_heap_kb(void) {
+    struct mallinfo2 mi = mallinfo2();
+    return (long)((mi.uordblks + mi.hblkhd) / 1024);
+}
 
 long check_rss_kb(void) {
     FILE *f = fopen("/proc/self/statm", "r");
