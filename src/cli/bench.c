@@ -218,7 +218,11 @@ int bench_take_opt(const char *cmd, bench_opts *b, int opt, const char *v) {
         b->json = 1;
         return 0;
     default:
-        return cli_usage_error(cmd, "unexpected argument '%s'", v);
+        /* not echoed: it may be a piece of an unquoted connection string */
+        (void)v;
+        return cli_usage_error(cmd, "unexpected argument (not shown: it may "
+                                    "hold a password; quote a connection "
+                                    "string whole)");
     }
 }
 

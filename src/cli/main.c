@@ -73,13 +73,13 @@ static int opt_error(const char *cmd, const struct option *opts, int c,
     if (strncmp(arg, "--", 2) != 0)
         return cli_usage_error(cmd, "unknown option '-%c'",
                                optopt ? optopt : '?');
+    /* Never the text after '=': "--conninf=... password=p" */
     if (o && optopt && strchr(arg, '='))
-        return cli_usage_error(cmd, "option --%s takes no value, not '%s'",
-                               o->name, arg);
+        return cli_usage_error(cmd, "option --%s takes no value", o->name);
     size_t n = strcspn(arg + 2, "=");
     if (opts_matching(opts, arg + 2, n) > 1)
         return cli_usage_error(cmd, "ambiguous option '%.*s'", (int)n + 2, arg);
-    return cli_usage_error(cmd, "unknown option '%s'", arg);
+    return cli_usage_error(cmd, "unknown option '%.*s'", (int)n + 2, arg);
 }
 
 int cli_parse_opts(const char *cmd, int argc, char **argv,

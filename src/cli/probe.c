@@ -59,10 +59,11 @@ static int take_opt(void *ctx, int opt, const char *v) {
     if (opt == OPT_JSON)
         json_mode = 1;
     else if (*conninfo)
+        /* not echoed: an unquoted "host=h password=p" arrives in pieces */
         return cli_usage_error("probe",
-                               "one connection string only, not "
-                               "also '%s'",
-                               v);
+                               "one connection string only (quote it "
+                               "whole; the second argument is not shown: "
+                               "it may hold a password)");
     else
         *conninfo = v;
     return 0;

@@ -560,12 +560,17 @@ size_t tether__conninfo_format(const tether__conninfo *ci, int masked,
     size_t n = 0;
     for (size_t i = 0; i < ci->n; i++) {
         const tether__kv *kv = &ci->kv[i];
-        const char *v = kv->val;
-        if (masked && tether__conninfo_secret(kv->key, kv->val))
+        const char *k = kv->key, *v = kv->val;
+        if (masked && tether__conninfo_secret(k, v))
             v = TETHER__CONNINFO_MASK;
+        /* A keyword neither libpq's nor tether's may be the second half of
+         * an unquoted password with a space ("password=ab cd=ef"): its
+         * name and value are both masked. */
+        if (masked && tether__conninfo_kind(k) == TETHER__KW_UNKNOWN)
+            k = v = TETHER__CONNINFO_MASK;
         if (i > 0)
             emit(buf, cap, &n, ' ');
-        emit_str(buf, cap, &n, kv->key);
+        emit_str(buf, cap, &n, k);
         emit_str(buf, cap, &n, "='");
         for (; *v; v++) {
             if (*v == '\'' || *v == '\\')

@@ -331,6 +331,11 @@ static void test_display(void **state) {
     d = display("dbname=plain host=h");
     assert_string_equal(d, "dbname='plain' host='h'");
     free(d);
+    /* An unquoted password with a space: its tail parses as a keyword
+     * neither libpq nor tether knows, masked name and value. */
+    d = display("host=h password=ab cd=ef");
+    assert_string_equal(d, "***='***' host='h' password='***'");
+    free(d);
 }
 
 static void test_internal(void **state) {
