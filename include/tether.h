@@ -882,8 +882,11 @@ typedef struct tether_pool_opts {
     const char *conninfo;        /* for reference only (copied): the
                                     driver_ctx or the connector says where
                                     to connect */
-    const char *name;            /* label in logs and metrics; must not hold
-                                    secrets (default "pool") */
+    const char *name;            /* label in logs and metrics (copied): 1
+                                    to TETHER_POOL_NAME_MAX bytes, no
+                                    control characters, no secrets;
+                                    default NULL: "pool-N", N the pool's
+                                    number in this process */
     int min_size;
     int max_size;
     int max_creating;
@@ -914,6 +917,9 @@ typedef struct tether_pool_opts {
                               the options that embed this struct; 0 */
 } tether_pool_opts;
 
+/* The longest pool name (tether_pool_opts.name, tether_pool_name), bytes. */
+#define TETHER_POOL_NAME_MAX 128
+
 /* tether_pool_opts_init fills o with the documented defaults and sets
  * o->size (a macro: it passes the struct's sizeof as the caller was
  * compiled). */
@@ -936,8 +942,11 @@ TETHER_API int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
 /* tether_pool_open creates a PostgreSQL pool from a connection string:
  * hosts, strategy, role target and pool settings all come from conninfo's
  * keywords (docs/conninfo.md), and a keyword the string leaves out from its
- * PG* environment variable, as in libpq. on_event (may be NULL) sees every
- * connect attempt. The pool owns its connector. */
+ * PG* environment variable, as in libpq. The pool's name (metrics labels,
+ * logs) is tether_pool_name's value, else "user@host:port/dbname" from the
+ * string's first host and port (the parts it gives), else "pool-N".
+ * on_event (may be NULL) sees every connect attempt. The pool owns its
+ * connector. */
 TETHER_API int tether_pool_open(tether_pool **out, const char *conninfo,
                                 tether_event_fn on_event, void *event_ctx,
                                 tether_error *err);
@@ -1050,18 +1059,29 @@ TETHER_API void tether_pool_metrics_get_sized(tether_pool *p,
 TETHER_API size_t tether_pool_bytes_per_conn(void);
 
 /* tether_pool_metrics_prometheus writes p's metrics in the Prometheus text
- * format into buf (NUL-terminated, truncated to cap). Returns the length the
- * full text needs (excluding the NUL), like snprintf. */
+ * format (every metric labelled pool="NAME", tether_pool_name; the list is
+ * in docs/metrics.md) into buf, like snprintf: it writes at most size - 1
+ * bytes and a NUL (nothing when size is 0; buf may then be NULL), and
+ * returns the length of the whole text, excluding the NUL. A return value
+ * of size or more means the text was cut: call again with a buffer of at
+ * least the return value + 1 bytes (the text may grow a little between two
+ * calls as counters grow). */
 TETHER_API size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf,
-                                                 size_t cap);
+                                                 size_t size);
+
+/* tether_pool_name returns p's name, its label in metrics and logs
+ * (tether_pool_opts.name, tether_pool_name in a connection string, or the
+ * default); valid until p is destroyed. */
+TETHER_API const char *tether_pool_name(const tether_pool *p);
 
 /* ------------------------------------------------------------------------ */
 /* Registry                                                                 */
 /* ------------------------------------------------------------------------ */
 
 /* Registry options. Defaults: pool template from tether_pool_opts_init with
- * name NULL (each pool is named by its connection string, password
- * masked), pools unused (no lease out, no acquire) for 10 min are closed.
+ * name NULL (each pool is named as tether_pool_open names it:
+ * tether_pool_name, else "user@host:port/dbname", else "pool-N"), pools
+ * unused (no lease out, no acquire) for 10 min are closed.
  * With the template's driver NULL, pools are PostgreSQL pools opened from
  * each connection string (tether_pool_open: hosts, credentials and pool
  * settings all from the string); otherwise every pool copies the template

@@ -25,7 +25,22 @@ static void usage(FILE *f) {
             tether_version());
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "  %-8s %s\n", "version",
+            "print the version (also -V, --version)");
     fprintf(f, "\nRun 'tether COMMAND --help' for a command's options.\n");
+}
+
+/* `tether version`, `tether -V`, `tether --version`. */
+static int version(int argc, char **argv) {
+    if (cli_want_help(argc, argv)) {
+        printf("usage: tether version\n\nPrints the version of tether "
+               "(tether_version()); also tether -V, tether --version.\n");
+        return CLI_OK;
+    }
+    if (argc > 1)
+        return cli_usage_error("version", "unexpected argument '%s'", argv[1]);
+    printf("tether %s\n", tether_version());
+    return CLI_OK;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
@@ -195,10 +210,9 @@ int main(int argc, char **argv) {
         usage(stdout);
         return CLI_OK;
     }
-    if (!strcmp(argv[1], "--version")) {
-        printf("tether %s\n", tether_version());
-        return CLI_OK;
-    }
+    if (!strcmp(argv[1], "version") || !strcmp(argv[1], "-V") ||
+        !strcmp(argv[1], "--version"))
+        return version(argc - 1, argv + 1);
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (!strcmp(argv[1], commands[i].name))
             return commands[i].run(argc - 1, argv + 1);

@@ -1,8 +1,11 @@
 /* plan.c - `tether plan`: prints the connection schedule a strategy follows
  * when every attempt times out (or, with --fail-after D, fails after
- * min(D, budget)). It drives the public schedule API on simulated time:
- * pauses take their delay, provisioning answers at once with the host list.
- * Output is a table, or one JSON object per attempt and per pause. */
+ * min(D, budget)); attempts that have no limit of their own (the backoff
+ * strategies without a --spec timeout) are shown failing at once unless
+ * --fail-after is given. It drives the public schedule API on simulated
+ * time: pauses take their delay, provisioning answers at once with the host
+ * list. Output is a table, or one JSON object per attempt and per pause,
+ * each with the seed that reproduces the plan. */
 #include "cli.h"
 
 #include <fcntl.h>
@@ -25,6 +28,7 @@ typedef struct plan {
     const char *ports_arg;
     const char *spec;
     int64_t fail_after; /* -1: attempts time out */
+    int fail_default;   /* fail_after 0 was chosen, not given */
     long long rounds;   /* 0: default */
     int rounds_given;
     uint64_t seed;
@@ -59,33 +63,40 @@ static const char *const usage_lines[] = {
     "with its own port and skips streaming's first random wait.",
     "",
     "options:",
-    "  --strategy NAME    mirroring (default), streaming, sequential, or a",
-    "                     backoff driving a sequential schedule: grpc,",
-    "                     exponential, fixed, incremental, immediate,",
-    "                     reconnect, blocking-period",
+    "  --strategy NAME    mirroring (default; sequential with --spec),",
+    "                     streaming, sequential, or a backoff driving a",
+    "                     sequential schedule: grpc, exponential, fixed,",
+    "                     incremental, immediate, reconnect, blocking-period",
     "  --login-timeout D  overall budget: 500ms, 15s, 2m, a bare number of",
     "                     seconds, or inf (default 15s; streaming: inf)",
     "  --hosts a,b        host names (default principal,partner for",
     "                     mirroring, else db1,db2; mirroring takes 1 or 2)",
     "  --ports p,q        ports tried on every host, in order (default 5432)",
     "  --seed N           random seed (default 0: random; the seed used is",
-    "                     printed so the plan can be reproduced)",
+    "                     printed, in the header and on every JSON line, so",
+    "                     the plan can be reproduced with --seed)",
     "  --fail-after D     attempts fail after min(D, budget) instead of",
-    "                     timing out; without it, attempts that have no time",
-    "                     limit are shown failing at once",
+    "                     timing out. Without it, attempts that have no time",
+    "                     limit of their own are shown failing at once (as",
+    "                     when refused): the sequential and backoff",
+    "                     strategies, unless --spec sets timeout=D, so that",
+    "                     they show a failing sequence of passes and pauses",
+    "                     rather than one attempt that takes the whole login",
+    "                     timeout",
     "  --rounds N         stop after N passes (mirroring: N pairs); default",
     "                     10 when the login timeout is infinite, else run",
     "                     until it is spent",
     "  --spec \"SPEC\"      a retry spec: its backoff is the pause between",
     "                     passes, its timeout=D the per-attempt cap, e.g.",
-    "                     \"fixed base=1s jitter=none timeout=2s\" (sequential",
-    "                     and backoff strategies only)",
+    "                     \"fixed base=1s jitter=none timeout=2s\" or",
+    "                     \"grpc timeout=2s\"; with --strategy sequential or",
+    "                     none (a backoff --strategy and --spec conflict)",
     "  --json             one JSON object per line (provisioning steps are",
     "                     shown only in the table):",
     "                     {\"attempt\":n,\"host\":\"h\",\"port\":p,"
-    "\"start_ms\":t,\"budget_ms\":b}",
-    "                     {\"delay_ms\":d,\"start_ms\":t}   (budget_ms -1: no "
-    "limit)",
+    "\"start_ms\":t,\"budget_ms\":b,\"seed\":s}",
+    "                     {\"delay_ms\":d,\"start_ms\":t,\"seed\":s}",
+    "                     (budget_ms -1: no limit)",
     "  -h, --help         this help",
 };
 
@@ -270,9 +281,19 @@ static int apply_spec(plan *p) {
     if (p->o.strategy != TETHER_STRATEGY_SEQUENTIAL)
         return cli_usage_error(CMD,
                                "--spec does not apply to --strategy %s "
-                               "(only to sequential and backoff "
-                               "strategies)",
+                               "(only to sequential)",
                                p->strategy);
+    if (strcmp(p->strategy, "sequential") != 0) { /* two backoffs */
+        const char *eg = strcmp(p->strategy, "blocking-period") != 0
+                             ? p->strategy
+                             : "fixed base=5s";
+        return cli_usage_error(CMD,
+                               "--strategy %s and --spec '%s' conflict: both "
+                               "set the backoff between passes; give "
+                               "--spec alone (e.g. --spec \"%s timeout=2s\") "
+                               "or --strategy alone",
+                               p->strategy, p->spec, eg);
+    }
     tether_retry_opts ro;
     tether_error err = {0};
     if (tether_retry_opts_parse(p->spec, &ro, &err) != 0)
@@ -339,12 +360,25 @@ static int set_topology(plan *p) {
     return 0;
 }
 
+/* Sequential attempts without a cap of their own would each take the
+ * whole login timeout: unless --fail-after says how long they last, they
+ * are shown failing at once, so that the plan shows the passes and pauses
+ * of the backoff. */
+static void default_failure(plan *p) {
+    if (p->fail_after < 0 && p->o.strategy == TETHER_STRATEGY_SEQUENTIAL &&
+        p->o.attempt_timeout_ms <= 0) {
+        p->fail_after = 0;
+        p->fail_default = 1;
+    }
+}
+
 static int configure(plan *p) {
     tether_schedule_opts_init(&p->o);
     if (!p->strategy)
-        p->strategy = "mirroring";
+        p->strategy = p->spec ? "sequential" : "mirroring";
     if (set_strategy(p) || apply_spec(p) || set_login(p) || set_topology(p))
         return CLI_USAGE;
+    default_failure(p);
     if (!p->seed)
         p->seed = random_seed();
     p->o.seed = p->seed;
@@ -381,7 +415,11 @@ static void print_header(const plan *p) {
         printf(" (backoff: %s)", p->spec ? "from --spec" : p->strategy);
     printf(", login timeout %s, seed %llu\n", login,
            (unsigned long long)p->seed);
-    if (p->fail_after >= 0)
+    if (p->fail_default)
+        printf("every attempt fails at once (as if refused): without a "
+               "per-attempt limit\none would take the whole login timeout; "
+               "see --fail-after and --spec timeout=D\n");
+    else if (p->fail_after >= 0)
         printf("every attempt fails after min(%lld ms, budget)\n",
                (long long)p->fail_after);
     else
@@ -396,8 +434,10 @@ static void print_attempt(const plan *p, const tether_step *st, int64_t t) {
     if (p->json) {
         printf("{\"attempt\":%d,\"host\":", st->attempt);
         cli_json_str(host);
-        printf(",\"port\":%ld,\"start_ms\":%lld,\"budget_ms\":%lld}\n", port,
-               (long long)t, (long long)st->budget_ms);
+        printf(",\"port\":%ld,\"start_ms\":%lld,\"budget_ms\":%lld,"
+               "\"seed\":%llu}\n",
+               port, (long long)t, (long long)st->budget_ms,
+               (unsigned long long)p->seed);
         return;
     }
     char where[300];
@@ -413,8 +453,9 @@ static void print_attempt(const plan *p, const tether_step *st, int64_t t) {
 
 static void print_pause(const plan *p, const tether_step *st, int64_t t) {
     if (p->json)
-        printf("{\"delay_ms\":%lld,\"start_ms\":%lld}\n",
-               (long long)st->delay_ms, (long long)t);
+        printf("{\"delay_ms\":%lld,\"start_ms\":%lld,\"seed\":%llu}\n",
+               (long long)st->delay_ms, (long long)t,
+               (unsigned long long)p->seed);
     else {
         char what[40];
         snprintf(what, sizeof(what), "pause %lld ms", (long long)st->delay_ms);

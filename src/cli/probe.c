@@ -7,9 +7,14 @@
 #include <string.h>
 
 static int json_mode;
+static int attempts_seen; /* the highest attempt number an event named */
 
 static void on_event(void *ctx, const tether_connect_event *ev) {
     (void)ctx;
+    if ((ev->phase == TETHER_PHASE_FAIL || ev->phase == TETHER_PHASE_OK ||
+         ev->phase == TETHER_PHASE_ROLE) &&
+        ev->attempt > attempts_seen)
+        attempts_seen = ev->attempt;
     if (json_mode) {
         printf("{\"attempt\":%d,\"host\":", ev->attempt);
         /* pauses: delay_ms says how long */
@@ -69,23 +74,27 @@ static int take_opt(void *ctx, int opt, const char *v) {
     return 0;
 }
 
-/* The outcome of the connect call that returned rc. */
+/* The outcome of the connect call that returned rc. The attempts are
+ * err->attempts, or the count the events gave when higher: the race
+ * strategy leaves err->attempts at 0 when it connects. */
 static void print_outcome(int rc, const tether_error *err) {
+    int n = err->attempts > attempts_seen ? err->attempts : attempts_seen;
+    const char *s = n == 1 ? "" : "s";
     if (json_mode) {
         printf("{\"outcome\":\"%s\",\"attempts\":%d,\"elapsed_ms\":%lld,"
                "\"error\":",
-               rc ? "fail" : "ok", err->attempts, (long long)err->elapsed_ms);
+               rc ? "fail" : "ok", n, (long long)err->elapsed_ms);
         cli_json_str(rc ? tether_errname(rc) : "");
         printf(",\"class\":\"%s\",\"message\":",
                tether_class_name(rc ? err->cls : TETHER_CLASS_NONE));
         cli_json_str(rc ? err->message : "");
         printf("}\n");
     } else if (rc) {
-        printf("failed after %d attempts, %lld ms: %s (%s)\n", err->attempts,
+        printf("failed after %d attempt%s, %lld ms: %s (%s)\n", n, s,
                (long long)err->elapsed_ms, err->message,
                tether_class_name(err->cls));
     } else {
-        printf("connected after %d attempts, %lld ms\n", err->attempts,
+        printf("connected after %d attempt%s, %lld ms\n", n, s,
                (long long)err->elapsed_ms);
     }
 }

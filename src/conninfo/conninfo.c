@@ -616,3 +616,83 @@ int tether__conninfo_keys(const char *s, char **key, char **display,
         *display = d;
     return rc;
 }
+
+/* ------------------------------------------------------------------------ */
+/* Pool names (metrics labels, logs)                                        */
+/* ------------------------------------------------------------------------ */
+
+_Static_assert(TETHER_POOL_NAME_MAX == 128, "TETHER__NAME_WANT says 128");
+
+int tether__conninfo_name_ok(const char *name) {
+    size_t n = name ? strlen(name) : 0;
+    int ok = n >= 1 && n <= TETHER_POOL_NAME_MAX;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (unsigned char)name[i] >= 0x20 && name[i] != 0x7f;
+    return ok;
+}
+
+int tether__conninfo_name_check(const char *key, const char *name,
+                                tether_error *err) {
+    if (tether__conninfo_name_ok(name))
+        return 0;
+    return tether__conninfo_bad_value(key, name, TETHER__NAME_WANT, err);
+}
+
+/* The first item of a comma-separated list value, or NULL when empty. */
+static const char *first_item(const tether__conninfo *ci, const char *key,
+                              int *len) {
+    const char *v = tether__conninfo_get(ci, key);
+    size_t n = v ? strcspn(v, ",") : 0;
+    *len = n > 255 ? 255 : (int)n;
+    return n ? v : NULL;
+}
+
+/* name_fit cuts s to TETHER_POOL_NAME_MAX bytes, not inside a UTF-8
+ * sequence, and turns control bytes into '?'. */
+static void name_fit(char *s) {
+    size_t n = strlen(s);
+    if (n > TETHER_POOL_NAME_MAX) {
+        n = TETHER_POOL_NAME_MAX;
+        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+            n--;
+        s[n] = '\0';
+    }
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = '?';
+}
+
+int tether__conninfo_pool_name(const tether__conninfo *ci, char **out,
+                               tether_error *err) {
+    *out = NULL;
+    const char *set = tether__conninfo_get(ci, "tether_pool_name");
+    int rc =
+        set ? tether__conninfo_name_check("tether_pool_name", set, err) : 0;
+    int hn, pn, un, dn;
+    const char *h = first_item(ci, "host", &hn);
+    if (!h)
+        h = first_item(ci, "hostaddr", &hn);
+    if (rc || (!set && !h))
+        return rc;
+    const char *port = first_item(ci, "port", &pn);
+    const char *user = tether__conninfo_get(ci, "user");
+    const char *db = tether__conninfo_get(ci, "dbname");
+    if (db && tether__conninfo_secret("dbname", db))
+        db = NULL; /* a nested connection string may hold a password */
+    un = user ? (int)strnlen(user, 255) : 0;
+    dn = db ? (int)strnlen(db, 255) : 0;
+    int v6 = h && memchr(h, ':', (size_t)hn) != NULL;
+    char buf[1100];
+    if (set)
+        snprintf(buf, sizeof(buf), "%s", set);
+    else
+        snprintf(buf, sizeof(buf), "%.*s%s%s%.*s%s%s%.*s%s%.*s", un,
+                 user ? user : "", un ? "@" : "", v6 ? "[" : "", hn, h,
+                 v6 ? "]" : "", port ? ":" : "", pn, port ? port : "",
+                 dn ? "/" : "", dn, db ? db : "");
+    name_fit(buf);
+    if (!(*out = strdup(buf)))
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                "out of memory");
+    return 0;
+}

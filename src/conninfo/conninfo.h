@@ -71,6 +71,28 @@ int tether__conninfo_keys(const char *s, char **key, char **display,
  * nested connection string (libpq may expand one, password included). */
 int tether__conninfo_secret(const char *key, const char *val);
 
+/* What a pool name must be (tether_pool_opts.name, tether_pool_name). */
+#define TETHER__NAME_WANT "want 1 to 128 bytes, no control characters"
+
+/* tether__conninfo_name_ok returns 1 when name (NULL: no) is a valid pool
+ * name: 1 to TETHER_POOL_NAME_MAX bytes, no control characters. */
+int tether__conninfo_name_ok(const char *name);
+
+/* tether__conninfo_name_check returns 0 when keyword key's value name is a
+ * valid pool name, else TETHER_ESPEC naming key and the value. */
+int tether__conninfo_name_check(const char *key, const char *name,
+                                tether_error *err);
+
+/* tether__conninfo_pool_name stores in *out a malloc'd name for a pool of
+ * ci: tether_pool_name's value (checked as above), else
+ * "[user@]host[:port][/dbname]" from the first host (or hostaddr) and the
+ * first port (a v6 literal in brackets; a dbname that is a connection
+ * string left out; cut to TETHER_POOL_NAME_MAX bytes), or NULL when ci
+ * names no host: the pool's own default then. Never holds a password.
+ * Returns 0, TETHER_ESPEC or TETHER_ENOMEM. */
+int tether__conninfo_pool_name(const tether__conninfo *ci, char **out,
+                               tether_error *err);
+
 /* Which layer reads a keyword. */
 typedef enum tether__kw_kind {
     TETHER__KW_UNKNOWN = 0, /* neither libpq's nor tether's */

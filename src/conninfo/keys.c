@@ -34,6 +34,7 @@ static const kw_kind tether_keywords[] = {
     {"tether_recheck", TETHER__KW_CONNECTOR},
     {"tether_race_delay", TETHER__KW_CONNECTOR},
     {"tether_pause", TETHER__KW_CONNECTOR},
+    {"tether_pool_name", TETHER__KW_POOL},
     {"tether_pool_min", TETHER__KW_POOL},
     {"tether_pool_max", TETHER__KW_POOL},
     {"tether_pooling", TETHER__KW_POOL},

@@ -99,10 +99,11 @@ static void emit(out *o, const char *fmt, ...) {
         o->len += (size_t)n;
 }
 
-/* The pool label value, escaped as the format requires. */
+/* The pool label value, escaped as the format requires (dst: room for
+ * every byte of name escaped, and the NUL). */
 static void label(const char *name, char *dst, size_t cap) {
     size_t j = 0;
-    for (const char *s = name; *s && j + 3 < cap; s++) {
+    for (const char *s = name; *s && j + 2 < cap; s++) {
         if (*s == '\\' || *s == '"' || *s == '\n') {
             dst[j++] = '\\';
             dst[j++] = *s == '\n' ? 'n' : *s;
@@ -149,7 +150,7 @@ static void counter(out *o, const char *l, const char *name, const char *help,
 static void counters(out *o, const char *l, const tether_pool_metrics *m) {
     counter(o, l, "acquires_total", "Connections handed out.", m->acquires);
     counter(o, l, "created_total", "Connections created.", m->created);
-    counter(o, l, "connect_failures_total", "Failed connection attempts.",
+    counter(o, l, "connect_failures_total", "Connection creations that failed.",
             m->connect_failures);
     metric(o, "closed_total", "counter", "Connections closed, by reason.");
     const char *why[] = {"idle",       "lifetime", "broken",    "cleared",
@@ -165,7 +166,7 @@ static void counters(out *o, const char *l, const tether_pool_metrics *m) {
     counter(o, l, "queue_full_total", "Acquires refused: wait queue full.",
             m->queue_full);
     counter(o, l, "breaker_rejections_total",
-            "Acquires refused during a blocking period.",
+            "Connection creations refused during a blocking period.",
             m->breaker_rejections);
     counter(o, l, "retries_total", "Retries made by tether_pool_run.",
             m->retries);
@@ -197,18 +198,22 @@ static void histogram(out *o, const char *l, const tether_pool_metrics *m) {
          (unsigned long long)cum);
 }
 
-size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf, size_t cap) {
+size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf, size_t size) {
     tether_pool_metrics m;
     tether_pool_metrics_get(p, &m);
-    char l[256];
+    char l[2 * TETHER_POOL_NAME_MAX + 1]; /* names are checked at create */
     label(p->name, l, sizeof(l));
-    out o = {buf, cap, 0};
-    if (buf && cap)
+    out o = {buf, buf ? size : 0, 0};
+    if (buf && size)
         buf[0] = '\0';
     gauges(&o, l, &m);
     counters(&o, l, &m);
     histogram(&o, l, &m);
     return o.len;
+}
+
+const char *tether_pool_name(const tether_pool *p) {
+    return p->name;
 }
 
 void tether_pool_metrics_get_sized(tether_pool *p, tether_pool_metrics *m,

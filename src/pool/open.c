@@ -24,10 +24,18 @@ static int set_policy(void *base, const char *key, const char *v,
                             "connection string: %s: %s", key, e2.message);
 }
 
+/* tether_pool_name: checked here, stored by tether__conninfo_pool_name. */
+static int check_name(void *base, const char *key, const char *v,
+                      tether_error *err) {
+    (void)base;
+    return tether__conninfo_name_check(key, v, err);
+}
+
 #define PK(f) offsetof(pool_keys, f)
 #define OPT(f) offsetof(pool_keys, o.f)
 
 static const tether__keydef pool_keys_defs[] = {
+    TETHER__KD_CALL("tether_pool_name", check_name),
     TETHER__KD_RANGE("tether_pool_min", TETHER__KD_INT, OPT(min_size), 0,
                      100000),
     TETHER__KD_RANGE("tether_pool_max", TETHER__KD_INT, OPT(max_size), 1,
@@ -58,9 +66,8 @@ int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
         if (tether__conninfo_kind(ci.kv[i].key) == TETHER__KW_POOL)
             rc = tether__keydefs_apply(pool_keys_defs, k, ci.kv[i].key,
                                        ci.kv[i].val, err);
-    if (rc == 0 && !(k->display = tether__conninfo_dup(&ci, 1)))
-        rc = tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
-                              "out of memory");
+    if (rc == 0)
+        rc = tether__conninfo_pool_name(&ci, &k->name, err);
     tether__conninfo_free(&ci);
     if (rc == 0 && k->o.min_size > k->o.max_size)
         rc = tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
@@ -70,13 +77,13 @@ int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
     if (!k->pooling)
         k->o.max_size = 1;
     k->o.reset_query = k->reset_query;
-    k->o.name = k->display;
+    k->o.name = k->name;
     return rc;
 }
 
 void tether__pool_keys_free(pool_keys *k) {
     free(k->reset_query);
-    free(k->display);
+    free(k->name);
 }
 
 /* open_connector makes the pool's connector from the same string. */

@@ -2,10 +2,12 @@
  * queue, clear and close. The fast path (an idle connection is there and
  * nobody waits) takes no lock and allocates nothing: one CAS on the slot's
  * state to take it, one exchange to give it back. See docs/pool.md. */
+#include "conninfo.h"
 #include "pool.h"
 
 #include <errno.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -27,7 +29,6 @@ static _Atomic uint64_t next_pool_id = 1;
 static void pool_defaults(tether_pool_opts *o) {
     memset(o, 0, sizeof(*o));
     o->size = sizeof(*o);
-    o->name = "pool";
     o->max_size = 10;
     o->max_creating = 2;
     o->acquire_timeout_ms = 15000;
@@ -82,6 +83,10 @@ static int check_opts(const tether_pool_opts *o, tether_error *err) {
     if (o->probe_idle_ms < 0 || o->probe_idle_ms > TETHER_DURATION_MAX_MS)
         return bad_opt(err, "probe_idle_ms", o->probe_idle_ms,
                        "want 0 .. 1000000 h in ms");
+    if (o->name && !tether__conninfo_name_ok(o->name))
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "pool: bad name \"%.40s\": %s", o->name,
+                                TETHER__NAME_WANT);
     const int64_t *ms[] = {&o->validate_idle_ms, &o->validate_timeout_ms,
                            &o->keepalive_ms,     &o->idle_timeout_ms,
                            &o->max_lifetime_ms,  &o->leak_threshold_ms};
@@ -161,7 +166,10 @@ static int alloc_pool(tether_pool **out, const tether_pool_opts *o,
     size_t bytes = sizeof(tether_lease) * (size_t)p->nslots;
     p->slots = aligned_alloc(64, bytes);
     p->conninfo = dup_or_null(o->conninfo);
-    p->name = dup_or_null(o->name ? o->name : "pool");
+    p->id = atomic_fetch_add(&next_pool_id, 1);
+    char dflt[32]; /* "pool-N": unique in the process */
+    snprintf(dflt, sizeof(dflt), "pool-%llu", (unsigned long long)p->id);
+    p->name = dup_or_null(o->name ? o->name : dflt);
     p->reset_query = dup_or_null(o->reset_query);
     *out = p;
     if (!p->slots || !p->name || (o->conninfo && !p->conninfo) ||
@@ -199,7 +207,6 @@ int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
         return rc;
     }
     p->drv = o->connector ? tether__connector_driver(o->connector) : o->driver;
-    p->id = atomic_fetch_add(&next_pool_id, 1);
     p->real_clock = !o->clock || o->clock == tether_clock_real();
     p->validate_idle_ms = o->validate_idle_ms;
     p->probe_idle_ms = o->probe_idle_ms;

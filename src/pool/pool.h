@@ -174,7 +174,8 @@ typedef struct tether__pool_keys {
     tether_pool_opts o; /* o.name and o.reset_query point into this */
     int pooling;        /* tether_pooling: off = one connection */
     char *reset_query;  /* tether_reset_query */
-    char *display;      /* the string, password masked (o.name) */
+    char *name;         /* tether_pool_name or a default (o.name; NULL:
+                           the pool's "pool-N") */
 } tether__pool_keys;
 
 /* tether__pool_keys_parse maps conninfo's pool keywords onto k; errors

@@ -25,7 +25,7 @@
 
 typedef struct entry {
     char *key;  /* canonical conninfo: the lookup key */
-    char *name; /* masked display form: the pool's default name */
+    char *name; /* masked display form, for the registry's log */
     tether_pool *pool;
     int busy;           /* acquires and clears in progress: never evicted */
     int64_t idle_since; /* first scan that saw it idle since its last use;
@@ -48,7 +48,7 @@ static void registry_defaults(tether_registry_opts *o) {
     memset(o, 0, sizeof(*o));
     o->size = sizeof(*o);
     tether_pool_opts_init(&o->pool);
-    o->pool.name = NULL; /* each pool: its conninfo's display form */
+    o->pool.name = NULL; /* each pool: named from its conninfo */
     o->evict_idle_ms = 600000;
 }
 
@@ -282,12 +282,18 @@ static int entry_new(tether_registry *r, const char *conninfo,
     }
     tether_pool_opts po = r->tmpl;
     po.conninfo = conninfo;
-    if (!po.name)
-        po.name = e->name;
+    char *name = NULL; /* named as tether_pool_open names a pool */
+    int rc = po.name || !po.driver
+                 ? 0
+                 : tether__conninfo_pool_name(&k->ci, &name, err);
+    if (name)
+        po.name = name;
     /* No driver in the template: PostgreSQL, everything (hosts, strategy,
      * credentials, pool settings) from this connection string. */
-    int rc = po.driver ? tether_pool_create(&e->pool, &po, err)
+    if (rc == 0)
+        rc = po.driver ? tether_pool_create(&e->pool, &po, err)
                        : tether_pool_open(&e->pool, conninfo, NULL, NULL, err);
+    free(name);
     if (rc != 0) {
         entry_free(e);
         return rc;

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# test_plan.sh - `tether plan`: the JSON contract, the seed-000 mirroring
-# table (15 s: budgets 1.2/1.2/2.4/2.4/3.6/3.6 s, pauses 100 and 200 ms),
-# fast failures (--fail-after), the seed-003 streaming order (hosts x ports,
-# doubling pauses), sequential backoffs, human output, --help and input
-# errors (exit 2, option named). Uses grep/awk/sed only.
+# test_plan.sh - `tether plan`: the JSON contract (with the seed on every
+# line), the seed-000 mirroring table (15 s: budgets 1.2/1.2/2.4/2.4/3.6/3.6
+# s, pauses 100 and 200 ms), fast failures (--fail-after), the seed-003
+# streaming order (hosts x ports, doubling pauses), sequential backoffs and
+# their failing sequence by default, plans reproduced from their seed,
+# --spec against a backoff --strategy, human output, --help and input errors
+# (exit 2, option named). Uses grep/awk/sed only.
 set -euo pipefail
 bin=${1:?usage: test_plan.sh TETHER_BINARY}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -12,10 +14,14 @@ check() { echo "check: $*"; }
 # Field n of every JSON line that has it, one per line.
 col() { sed -n -E "s/.*\"$1\":(-?[0-9]+).*/\1/p"; }
 joined() { paste -sd, -; }
+# The lines without their seed field.
+noseed() { sed -E 's/,"seed":[0-9]+\}$/}/'; }
 
 check "mirroring 15s: the seed table"
-out=$("$bin" plan --strategy mirroring --json)
+out=$("$bin" plan --strategy mirroring --seed 42 --json)
 echo "$out"
+[ "$(echo "$out" | col seed | sort -u)" = 42 ] || fail "every line carries the seed 42"
+out=$(echo "$out" | noseed)
 want='{"attempt":1,"host":"principal","port":5432,"start_ms":0,"budget_ms":1200}
 {"attempt":2,"host":"partner","port":5432,"start_ms":1200,"budget_ms":1200}
 {"delay_ms":100,"start_ms":2400}
@@ -25,12 +31,13 @@ want='{"attempt":1,"host":"principal","port":5432,"start_ms":0,"budget_ms":1200}
 {"attempt":5,"host":"principal","port":5432,"start_ms":7500,"budget_ms":3600}
 {"attempt":6,"host":"partner","port":5432,"start_ms":11100,"budget_ms":3600}'
 [ "$out" = "$want" ] || fail "mirroring 15s plan differs from the seed table"
-# Every line is one of the two contract shapes.
-echo "$out" | grep -v -E '^\{"attempt":[0-9]+,"host":"[^"]*","port":[0-9]+,"start_ms":[0-9]+,"budget_ms":-?[0-9]+\}$' |
-  grep -v -E '^\{"delay_ms":[0-9]+,"start_ms":[0-9]+\}$' && fail "a line fits neither JSON shape"
+# Every line is one of the two contract shapes, with the seed last.
+"$bin" plan --strategy mirroring --seed 42 --json |
+  grep -v -E '^\{"attempt":[0-9]+,"host":"[^"]*","port":[0-9]+,"start_ms":[0-9]+,"budget_ms":-?[0-9]+,"seed":[0-9]+\}$' |
+  grep -v -E '^\{"delay_ms":[0-9]+,"start_ms":[0-9]+,"seed":[0-9]+\}$' && fail "a line fits neither JSON shape"
 # Defaults are the same as the explicit 15 s.
-[ "$("$bin" plan --json)" = "$out" ] || fail "default strategy/login timeout"
-[ "$("$bin" plan --strategy mirroring --login-timeout 15s --json)" = "$out" ] || fail "--login-timeout 15s"
+[ "$("$bin" plan --json | noseed)" = "$out" ] || fail "default strategy/login timeout"
+[ "$("$bin" plan --strategy mirroring --login-timeout 15s --json | noseed)" = "$out" ] || fail "--login-timeout 15s"
 
 check "mirroring 30s: budgets grow by 2.4 s, the last round is cut to what remains"
 out=$("$bin" plan --strategy mirroring --login-timeout 30s --json)
@@ -82,6 +89,26 @@ human=$("$bin" plan --strategy streaming --seed 7 --rounds 2)
 grep -q <<<"$human" 'provisioning' || fail "human streaming output shows provisioning"
 grep -q <<<"$human" 'seed 7' || fail "human output prints the seed"
 
+check "a plan is reproduced from the seed it prints (JSON and table)"
+for s in streaming exponential grpc reconnect; do
+  a=$("$bin" plan --strategy $s --rounds 4 --json)
+  seed=$(head -1 <<<"$a" | col seed)
+  [ -n "$seed" ] && [ "$seed" -gt 0 ] || fail "$s: no seed on the first JSON line"
+  [ "$(echo "$a" | col seed | sort -u)" = "$seed" ] || fail "$s: lines carry different seeds"
+  [ "$("$bin" plan --strategy $s --rounds 4 --seed "$seed" --json)" = "$a" ] ||
+    fail "$s: --seed $seed does not reproduce the plan"
+  # The seed matters (else the check above proves nothing): another seed,
+  # another plan.
+  [ "$("$bin" plan --strategy $s --rounds 4 --seed $((seed + 1)) --json | noseed)" != "$(noseed <<<"$a")" ] ||
+    fail "$s: seeds $seed and $((seed + 1)) give the same plan"
+  echo "  $s: seed $seed reproduces the plan"
+done
+h=$("$bin" plan --strategy exponential --rounds 4)
+seed=$(sed -n -E '1s/.*, seed ([0-9]+)$/\1/p' <<<"$h")
+[ -n "$seed" ] || fail "the table's header names no seed: $(head -1 <<<"$h")"
+[ "$("$bin" plan --strategy exponential --rounds 4 --seed "$seed")" = "$h" ] ||
+  fail "the table's seed does not reproduce it"
+
 check "sequential: backoff between passes, login timeout ends it"
 out=$("$bin" plan --strategy sequential --spec "fixed base=1s jitter=none timeout=2s" --json)
 echo "$out"
@@ -93,6 +120,56 @@ out=$("$bin" plan --strategy immediate --fail-after 1s --json)
 for s in grpc exponential fixed incremental reconnect; do
   "$bin" plan --strategy $s --seed 3 --fail-after 100ms --rounds 3 --json | grep -c '"delay_ms"' >/dev/null ||
     fail "strategy $s shows no pause"
+done
+
+check "backoff strategies: a failing sequence by default, not one 15 s attempt"
+for s in sequential grpc exponential fixed incremental reconnect blocking-period; do
+  out=$("$bin" plan --strategy $s --seed 3 --json)
+  n=$(echo "$out" | grep -c '"attempt"')
+  p=$(echo "$out" | grep -c '"delay_ms"' || true)
+  last=$(echo "$out" | tail -1 | col start_ms)
+  echo "  $s: $n attempts, $p pauses, last starts at $last ms"
+  [ "$n" -ge 4 ] && [ "$p" -ge 1 ] || fail "$s: $n attempts and $p pauses by default"
+  # attempts fail at once: the next one starts when the pause ends
+  echo "$out" | awk -F'[:,}]' '
+    /"attempt"/ { if (t != "" && $8 != t) bad = 1; t = $8 }
+    /"delay_ms"/ { t = $4 + $2 }
+    END { exit bad }' || fail "$s: attempts do not fail at once"
+  [ "$last" -le 15000 ] || fail "$s: starts after the login timeout"
+  human=$("$bin" plan --strategy $s --seed 3)
+  grep -q 'every attempt fails at once' <<<"$human" ||
+    fail "$s: the table does not say attempts fail at once"
+done
+out=$("$bin" plan --strategy immediate --json --seed 3)
+[ "$(echo "$out" | grep -c '"attempt"')" -eq 4 ] || fail "immediate by default: two passes"
+# --fail-after still says how long attempts last: one that outlasts the
+# login timeout leaves one attempt, as before.
+out=$("$bin" plan --strategy exponential --fail-after 1m --json)
+[ "$(echo "$out" | grep -c '"attempt"')" -eq 1 ] || fail "--fail-after 1m: want the one attempt"
+[ "$(echo "$out" | col budget_ms)" -eq 15000 ] || fail "--fail-after 1m: budget 15000"
+# A per-attempt cap from --spec: attempts time out at it, as before.
+out=$("$bin" plan --strategy sequential --spec "exponential base=1s jitter=none timeout=3s" --json)
+[ "$(echo "$out" | col budget_ms | sort -u | head -1)" -le 3000 ] || fail "spec timeout: budgets"
+human=$("$bin" plan --strategy sequential --spec "exponential timeout=3s")
+grep -q 'every attempt times out' <<<"$human" || fail "spec timeout: the table says attempts time out"
+# mirroring and streaming budgets are their own: unchanged
+human=$("$bin" plan --seed 1)
+grep -q 'every attempt times out' <<<"$human" || fail "mirroring: attempts time out"
+
+check "--spec: alone it means sequential; with a backoff --strategy it is a usage error"
+a=$("$bin" plan --spec "fixed base=1s jitter=none timeout=2s" --seed 5 --json)
+[ "$a" = "$("$bin" plan --strategy sequential --spec "fixed base=1s jitter=none timeout=2s" --seed 5 --json)" ] ||
+  fail "--spec alone differs from --strategy sequential --spec"
+out=$("$bin" plan --strategy sequential --spec "grpc timeout=2s" --seed 5 --json)
+grep -q '"delay_ms"' <<<"$out" || fail "--spec \"grpc timeout=2s\" with --strategy sequential"
+for s in grpc fixed exponential blocking-period; do
+  set +e
+  err=$("$bin" plan --strategy $s --spec fixed 2>&1 >/dev/null); rc=$?
+  set -e
+  echo "  plan --strategy $s --spec fixed -> rc=$rc: ${err%%$'\n'*}"
+  [ $rc -eq 2 ] || fail "--strategy $s --spec fixed: rc=$rc, want 2"
+  grep -q -- "--strategy $s" <<<"$err" && grep -q -- "--spec 'fixed'" <<<"$err" &&
+    grep -q conflict <<<"$err" || fail "--strategy $s --spec fixed: names not both: $err"
 done
 
 check "human output: table and summary"
@@ -107,6 +184,8 @@ help=$("$bin" plan --help)
 for o in --strategy --login-timeout --hosts --ports --seed --fail-after --rounds --spec --json; do
   grep -q <<<"$help" -- "$o" || fail "--help lacks $o"
 done
+grep -q <<<"$help" 'shown failing at once' || fail "--help does not say attempts fail at once by default"
+grep -q <<<"$help" '"seed":s' || fail "--help does not show the seed in the JSON lines"
 
 check "bad input: exit 2, the option and value named"
 bad() { # bad WANT_IN_MESSAGE ARGS...

@@ -450,13 +450,15 @@ static void test_kinds(void **state) {
     assert_int_equal(tether__conninfo_kind("tether_strategy"),
                      TETHER__KW_CONNECTOR);
     assert_int_equal(tether__conninfo_kind("tether_pool_max"), TETHER__KW_POOL);
+    assert_int_equal(tether__conninfo_kind("tether_pool_name"),
+                     TETHER__KW_POOL);
     assert_int_equal(tether__conninfo_kind("tether_bogus"), TETHER__KW_UNKNOWN);
     assert_int_equal(tether__conninfo_kind("frobnicate"), TETHER__KW_UNKNOWN);
     const char *k;
     int npool = 0;
     for (size_t i = 0; (k = tether__conninfo_keyword(TETHER__KW_POOL, i)); i++)
         npool += strncmp(k, "tether_", 7) == 0;
-    assert_int_equal(npool, 13);
+    assert_int_equal(npool, 14);
 }
 
 static void test_random_idempotent(void **state) {

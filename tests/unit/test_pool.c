@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -1643,16 +1644,166 @@ static void test_prometheus_text(void **state) {
     size_t n = tether_pool_metrics_prometheus(f.pool, buf, sizeof(buf));
     assert_true(n > 0 && n < sizeof(buf));
     assert_int_equal(strlen(buf), n);
-    assert_non_null(
-        strstr(buf, "tether_pool_connections{pool=\"pool\",state=\"idle\"} 1"));
+    char want[160];
+    snprintf(want, sizeof(want),
+             "tether_pool_connections{pool=\"%s\",state=\"idle\"} 1",
+             tether_pool_name(f.pool));
+    assert_non_null(strstr(buf, want));
     assert_non_null(
         strstr(buf, "# TYPE tether_pool_acquire_seconds histogram"));
     assert_non_null(strstr(buf, "le=\"+Inf\"} 1"));
-    assert_non_null(strstr(buf, "tether_pool_acquires_total{pool=\"pool\"} 1"));
-    char small[64];
-    assert_int_equal(tether_pool_metrics_prometheus(f.pool, small, 64), n);
-    assert_int_equal(strlen(small), 63);
+    snprintf(want, sizeof(want), "tether_pool_acquires_total{pool=\"%s\"} 1",
+             tether_pool_name(f.pool));
+    assert_non_null(strstr(buf, want));
     assert_true(tether_pool_bytes_per_conn() <= 256);
+    teardown(&f);
+}
+
+/* The text's size, snprintf-style: the full length whatever the buffer,
+ * at most size - 1 bytes written and a NUL, nothing at size 0. */
+static void test_prometheus_sizes(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 2);
+    tether_lease_release(must_acquire(f.pool));
+    size_t n = tether_pool_metrics_prometheus(f.pool, NULL, 0);
+    assert_true(n > 1000);
+    char *full = malloc(n + 1);
+    assert_non_null(full);
+    assert_int_equal(tether_pool_metrics_prometheus(f.pool, full, n + 1), n);
+    assert_int_equal(strlen(full), n);
+    assert_string_equal(full + n - 1, "\n"); /* the whole text */
+    size_t sizes[] = {1, 2, 64, 4096 < n ? 4096 : n / 2, n};
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        char *b = malloc(sizes[i] + 8);
+        assert_non_null(b);
+        memset(b, 'x', sizes[i] + 8);
+        assert_int_equal(tether_pool_metrics_prometheus(f.pool, b, sizes[i]),
+                         n);
+        assert_int_equal(strlen(b), sizes[i] - 1);
+        assert_memory_equal(b, full, sizes[i] - 1); /* a prefix */
+        for (size_t j = sizes[i]; j < sizes[i] + 8; j++)
+            assert_int_equal(b[j], 'x'); /* nothing past size */
+        free(b);
+    }
+    char one = 'x';
+    assert_int_equal(tether_pool_metrics_prometheus(f.pool, &one, 0), n);
+    assert_int_equal(one, 'x'); /* size 0: nothing written */
+    free(full);
+    teardown(&f);
+}
+
+/* Pool names: "pool-N" by default, unique per pool; a given name is the
+ * label; bad names are refused naming the option. */
+static void test_pool_names(void **state) {
+    (void)state;
+    fixture a, b;
+    setup_virtual(&a, 1);
+    setup_virtual(&b, 1);
+    const char *na = tether_pool_name(a.pool), *nb = tether_pool_name(b.pool);
+    assert_int_equal(strncmp(na, "pool-", 5), 0);
+    assert_int_equal(strncmp(nb, "pool-", 5), 0);
+    assert_string_not_equal(na, nb);
+    teardown(&a);
+    teardown(&b);
+
+    tether_sim_opts so;
+    tether_pool_opts po;
+    virtual_opts(&a, 1000, &so, &po);
+    po.name = "orders \"eu\"";
+    setup_with(&a, &so, &po);
+    assert_string_equal(tether_pool_name(a.pool), "orders \"eu\"");
+    char buf[8192];
+    tether_pool_metrics_prometheus(a.pool, buf, sizeof(buf));
+    assert_non_null(
+        strstr(buf, "tether_pool_waiters{pool=\"orders \\\"eu\\\"\"} 0"));
+    teardown(&a);
+
+    char long_name[TETHER_POOL_NAME_MAX + 2];
+    memset(long_name, 'n', sizeof(long_name) - 1);
+    long_name[sizeof(long_name) - 1] = '\0';
+    const char *bad[] = {"", "two\nlines", long_name};
+    virtual_opts(&a, 1000, &so, &po);
+    tether_sim *sim = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_sim_create(&sim, &so, &err), 0);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        tether_pool *p = (tether_pool *)1;
+        po.driver = tether_driver_sim();
+        po.driver_ctx = sim;
+        po.name = bad[i];
+        assert_int_equal(tether_pool_create(&p, &po, &err), TETHER_EINVAL);
+        assert_null(p);
+        if (!strstr(err.message, "pool: bad name"))
+            fail_msg("bad name %zu: %s", i, err.message);
+    }
+    long_name[TETHER_POOL_NAME_MAX] = '\0'; /* the longest allowed */
+    tether_pool *p = NULL;
+    po.name = long_name;
+    assert_int_equal(tether_pool_create(&p, &po, &err), 0);
+    assert_string_equal(tether_pool_name(p), long_name);
+    tether_pool_destroy(p);
+    tether_sim_destroy(sim);
+    tether_vclock_destroy(a.vc);
+}
+
+/* Where docs/metrics.md is: two folders up from this file's. */
+static char *read_doc(const char *rel) {
+    char path[1024];
+    snprintf(path, sizeof(path), "%s", __FILE__);
+    char *slash = strrchr(path, '/');
+    assert_non_null(slash);
+    snprintf(slash, sizeof(path) - (size_t)(slash - path), "/../../%s", rel);
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        fail_msg("cannot open %s", path);
+    static char text[65536];
+    size_t n = fread(text, 1, sizeof(text) - 1, fp);
+    fclose(fp);
+    text[n] = '\0';
+    return text;
+}
+
+/* Every metric the pool exports is in docs/metrics.md with its type, and
+ * every metric the page lists is exported. */
+static void test_metrics_documented(void **state) {
+    (void)state;
+    fixture f;
+    setup_virtual(&f, 1);
+    char buf[16384];
+    size_t n = tether_pool_metrics_prometheus(f.pool, buf, sizeof(buf));
+    assert_true(n < sizeof(buf));
+    const char *doc = read_doc("docs/metrics.md");
+    int metrics = 0;
+    for (const char *t = buf; (t = strstr(t, "# TYPE ")) != NULL; t++) {
+        char name[80], type[20], row[160];
+        assert_int_equal(sscanf(t, "# TYPE %79s %19s", name, type), 2);
+        snprintf(row, sizeof(row), "| `%s` | %s |", name, type);
+        if (!strstr(doc, row))
+            fail_msg("docs/metrics.md lacks the row \"%s\"", row);
+        metrics++;
+    }
+    assert_true(metrics >= 10);
+    int rows = 0; /* table rows that start with a metric's name */
+    for (const char *r = doc; (r = strstr(r, "\n| `tether_pool_")) != NULL;
+         r++) {
+        char name[80];
+        assert_int_equal(sscanf(r, "\n| `%79[a-z_]`", name), 1);
+        char type_line[100];
+        snprintf(type_line, sizeof(type_line), "# TYPE %s ", name);
+        if (!strstr(buf, type_line))
+            fail_msg("docs/metrics.md lists %s, which is not exported", name);
+        rows++;
+    }
+    assert_int_equal(rows, metrics);
+    const char *labels[] = {"pool=", "state=", "reason=", "le="};
+    for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+        char l[20];
+        snprintf(l, sizeof(l), "`%.*s`", (int)strlen(labels[i]) - 1, labels[i]);
+        assert_non_null(strstr(buf, labels[i]));
+        if (!strstr(doc, l))
+            fail_msg("docs/metrics.md does not explain the label %s", l);
+    }
     teardown(&f);
 }
 
@@ -1779,6 +1930,9 @@ int main(void) {
         cmocka_unit_test(test_run_retries_idempotent_only),
         cmocka_unit_test(test_run_for_deadline),
         cmocka_unit_test(test_prometheus_text),
+        cmocka_unit_test(test_prometheus_sizes),
+        cmocka_unit_test(test_pool_names),
+        cmocka_unit_test(test_metrics_documented),
         cmocka_unit_test(test_stress_no_double_lease),
     };
     return cmocka_run_group_tests_name("pool", tests, NULL, NULL);

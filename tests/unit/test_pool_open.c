@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "pool.h"
@@ -43,9 +44,92 @@ static void test_maps_pool_keys(void **state) {
     assert_int_equal(k.o.retry.max_attempts, 7);
     assert_int_equal(k.o.retry.backoff.kind, TETHER_BACKOFF_FIXED);
     assert_int_equal(k.o.breaker.failures, 9);
-    assert_non_null(strstr(k.o.name, "host='h1,h2'"));
-    assert_null(strstr(k.o.name, "s3cret"));
+    assert_string_equal(k.o.name, "h1"); /* the first host */
     tether__pool_keys_free(&k);
+}
+
+/* parse_name returns the pool name conninfo gives (NULL: the pool's
+ * "pool-N"), in a static buffer. */
+static const char *parse_name(const char *conninfo) {
+    static char name[TETHER_POOL_NAME_MAX + 1];
+    tether__pool_keys k;
+    tether_error err = {0};
+    if (tether__pool_keys_parse(conninfo, &k, &err) != 0)
+        fail_msg("%s: %s", conninfo, err.message);
+    const char *r = NULL;
+    if (k.o.name) {
+        assert_true(strlen(k.o.name) <= TETHER_POOL_NAME_MAX);
+        snprintf(name, sizeof(name), "%s", k.o.name);
+        r = name;
+    }
+    tether__pool_keys_free(&k);
+    return r;
+}
+
+/* A pool's name: tether_pool_name, else user@host:port/dbname of the first
+ * host, never a password. */
+static void test_pool_name(void **state) {
+    (void)state;
+    assert_string_equal(
+        parse_name("host=db1,db2 port=6432,6433 user=app dbname=orders "
+                   "password=s3cret tether_pool_name=orders-rw"),
+        "orders-rw");
+    assert_string_equal(parse_name("host=db1,db2 port=6432,6433 user=app "
+                                   "dbname=orders password=s3cret"),
+                        "app@db1:6432/orders");
+    assert_string_equal(
+        parse_name("postgresql://app:s3cret@db1:5433,db2/orders?sslmode=off"),
+        "app@db1:5433/orders");
+    assert_string_equal(parse_name("host=::1 port=5432"), "[::1]:5432");
+    assert_string_equal(parse_name("hostaddr=10.0.0.7 user=u"), "u@10.0.0.7");
+    assert_string_equal(parse_name("host=/run/postgresql dbname=d"),
+                        "/run/postgresql/d");
+    /* a dbname holding a connection string (a password, maybe) is left out */
+    assert_string_equal(
+        parse_name("host=h dbname='host=x password=s3cret' user=u"), "u@h");
+    assert_null(parse_name("user=u dbname=d")); /* no host: "pool-N" */
+    assert_null(parse_name(""));
+    /* long values are cut to the longest name */
+    char ci[400], host[300];
+    memset(host, 'h', 299);
+    host[299] = '\0';
+    snprintf(ci, sizeof(ci), "host=%s", host);
+    assert_int_equal(strlen(parse_name(ci)), TETHER_POOL_NAME_MAX);
+    /* spaces are allowed (quoted), and the longest name */
+    assert_string_equal(parse_name("host=h tether_pool_name='eu orders'"),
+                        "eu orders");
+    char longest[TETHER_POOL_NAME_MAX + 1];
+    memset(longest, 'n', TETHER_POOL_NAME_MAX);
+    longest[TETHER_POOL_NAME_MAX] = '\0';
+    snprintf(ci, sizeof(ci), "host=h tether_pool_name=%s", longest);
+    assert_string_equal(parse_name(ci), longest);
+}
+
+/* tether_pool_open names the pool so: its metrics carry the short name,
+ * never the connection string or its password. */
+static void test_open_names_pool(void **state) {
+    (void)state;
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_open(&p,
+                                      "host=127.0.0.1 port=1 user=app "
+                                      "dbname=app password=s3cret",
+                                      NULL, NULL, &err),
+                     0);
+    assert_string_equal(tether_pool_name(p), "app@127.0.0.1:1/app");
+    char buf[16384];
+    size_t n = tether_pool_metrics_prometheus(p, buf, sizeof(buf));
+    assert_true(n < sizeof(buf));
+    assert_non_null(
+        strstr(buf, "tether_pool_waiters{pool=\"app@127.0.0.1:1/app\"} 0"));
+    assert_null(strstr(buf, "s3cret"));
+    assert_null(strstr(buf, "dbname"));
+    tether_pool_destroy(p);
+    assert_int_equal(
+        tether_pool_open(&p, "port=1 tether_pool_name=api", NULL, NULL, &err),
+        0);
+    assert_string_equal(tether_pool_name(p), "api");
+    tether_pool_destroy(p);
 }
 
 static void test_defaults_and_pooling_off(void **state) {
@@ -98,6 +182,14 @@ static void test_bad_values(void **state) {
                       "tether_strategy");
     expect_open_error("host=a tether_bogus=1 password=s3cret",
                       "unknown tether keyword \"tether_bogus\"");
+    expect_open_error("host=a tether_pool_name='' password=s3cret",
+                      "bad value \"\" for tether_pool_name: want 1 to 128 "
+                      "bytes");
+    char ci[300];
+    snprintf(ci, sizeof(ci), "host=a tether_pool_name=%0129d", 0);
+    expect_open_error(ci, "for tether_pool_name: want 1 to 128 bytes");
+    expect_open_error("host=a tether_pool_name='a\tb'",
+                      "tether_pool_name: want 1 to 128 bytes, no control");
 }
 
 /* The pool opened from a string has the string's size and no connection
@@ -122,6 +214,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_maps_pool_keys),
         cmocka_unit_test(test_defaults_and_pooling_off),
+        cmocka_unit_test(test_pool_name),
+        cmocka_unit_test(test_open_names_pool),
         cmocka_unit_test(test_bad_values),
         cmocka_unit_test(test_open_sizes),
     };

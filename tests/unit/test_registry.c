@@ -296,10 +296,13 @@ static void test_pool_name(void **state) {
     ro.pool.driver_ctx = f->sim;
     ro.pool.max_size = 1;
     assert_int_equal(tether_registry_create(&f->reg, &ro, NULL), 0);
-    timeout_message(f, "postgresql://u:" PW "@h/db", msg, sizeof(msg));
-    assert_non_null(
-        strstr(msg, "dbname='db' host='h' password='***' user='u'"));
+    /* named as tether_pool_open names a pool: short, no password */
+    timeout_message(f, "postgresql://u:" PW "@h:6432/db", msg, sizeof(msg));
+    assert_non_null(strstr(msg, "pool u@h:6432/db: "));
     assert_null(strstr(msg, PW));
+    assert_null(strstr(msg, "password"));
+    timeout_message(f, "host=h2 tether_pool_name=api", msg, sizeof(msg));
+    assert_non_null(strstr(msg, "pool api: "));
     tether_registry_destroy(f->reg);
     char name[] = "orders";
     ro.pool.name = name; /* a template name: copied, used by every pool */
