@@ -402,7 +402,7 @@ static void *fault_main(void *arg) {
             return NULL;
         atomic_store(&D.calm_since, now_ms());
         atomic_store(&D.fault_busy, 0);
-        not_before = now_ms() + (D.o.chaos ? 0 : 1000);
+        not_before = now_ms() + (D.o.chaos ? 0 : 500);
     }
     return NULL;
 }
