@@ -66,8 +66,9 @@ int cli_parse_duration(const char *cmd, const char *opt, const char *text,
  * greater than zero. */
 int cli_parse_seconds(const char *cmd, const char *text, int64_t *ms);
 
-/* cli_json_str prints s (NULL: "") as a JSON string: quotes, backslashes
- * and control bytes escaped. */
+/* cli_json_str prints s (NULL: "") as a JSON string: quotes, backslashes,
+ * control bytes and DEL escaped, bytes that are not UTF-8 (from arguments,
+ * server messages) replaced by \ufffd, so that the output is valid JSON. */
 void cli_json_str(const char *s);
 
 /* What `tether bench cycle` and `tether bench query` share (bench.c). */

@@ -186,16 +186,41 @@ int cli_parse_seconds(const char *cmd, const char *text, int64_t *ms) {
     return 0;
 }
 
+/* The length of the valid UTF-8 sequence at s (1-4), or 0 when the bytes
+ * there are not one (overlong forms, surrogates and code points above
+ * U+10FFFF included). */
+static int utf8_len(const unsigned char *s) {
+    unsigned c = s[0];
+    int n = c < 0x80                 ? 1
+            : c >= 0xC2 && c <= 0xDF ? 2
+            : (c & 0xF0) == 0xE0     ? 3
+            : c >= 0xF0 && c <= 0xF4 ? 4
+                                     : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) ||
+        (c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))
+        return 0;
+    return n;
+}
+
 void cli_json_str(const char *s) {
     putchar('"');
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
+    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    while (*p) {
+        int n = utf8_len(p);
+        if (n == 0) { /* not UTF-8: JSON text must be */
+            fputs("\\ufffd", stdout);
+            p++;
+        } else if (*p == '"' || *p == '\\') {
+            printf("\\%c", *p++);
+        } else if (*p < 0x20 || *p == 0x7F) {
+            printf("\\u%04x", *p++);
+        } else {
+            fwrite(p, 1, (size_t)n, stdout);
+            p += n;
+        }
     }
     putchar('"');
 }

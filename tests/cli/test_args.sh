@@ -158,5 +158,16 @@ out=$("$bin" nope 2>&1) rc=$?
 [ "$rc" -eq 2 ] && grep -q "unknown command 'nope'" <<<"$out" || fail "unknown command: rc=$rc"
 "$bin" --help | grep -q "usage: tether" || fail "tether --help"
 
+# --json stays valid JSON (UTF-8) whatever bytes an argument carries: a
+# host named with a byte that is not UTF-8, a DEL, and a valid e-acute.
+host=$(printf 'a\xff\xc3\xa9b\x7f')
+out=$("$bin" probe "host=$host port=1 connect_timeout=1" --json 2>/dev/null) || true
+printf '%s\n' "$out" | python3 -c '
+import json, sys
+lines = sys.stdin.buffer.read().decode("utf-8").splitlines()
+assert lines and all(json.loads(l) for l in lines)
+assert "a\ufffd\u00e9b\u007f" in json.loads(lines[0])["host"]
+' || fail "--json with bytes that are not UTF-8"
+
 [ "$fails" -eq 0 ] || { echo "test_args: $fails checks failed" >&2; exit 1; }
 echo "test_args: all checks passed"
