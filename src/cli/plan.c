@@ -93,8 +93,8 @@ static const char *const usage_lines[] = {
     "                     none (a backoff --strategy and --spec conflict)",
     "  --json             one JSON object per line (provisioning steps are",
     "                     shown only in the table):",
-    "                     {\"attempt\":n,\"host\":\"h\",\"port\":p,"
-    "\"start_ms\":t,\"budget_ms\":b,\"seed\":s}",
+    ("                     {\"attempt\":n,\"host\":\"h\",\"port\":p,"
+     "\"start_ms\":t,\"budget_ms\":b,\"seed\":s}"),
     "                     {\"delay_ms\":d,\"start_ms\":t,\"seed\":s}",
     "                     (budget_ms -1: no limit)",
     "  -h, --help         this help",
