@@ -63,6 +63,10 @@ void check_failed(int64_t start_ms, int64_t end_ms, int64_t limit_ms);
 long check_rss_kb(void);
 long check_heap_kb(void);
 
+/* check_memory_measured is 0 in a sanitizer build: ASan's quarantine and
+ * the sanitizers' shadow memory grow resident memory on their own. */
+int check_memory_measured(void);
+
 /* check_totals fills r's counters (not the sampler's nor the memory). */
 void check_totals(check_report *r, const sec_stats *secs, int nsecs);
 

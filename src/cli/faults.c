@@ -603,8 +603,7 @@ static int free_slots(fault_cluster *c, char *detail, size_t n) {
     return rc;
 }
 
-/* ---- begin and end --------------------------------------------------------
- */
+/* ---- begin and end ------------------------------------------------------- */
 
 int fault_begin(fault_cluster *c, const fault_event *e, char *detail,
                 size_t n) {

@@ -26,7 +26,8 @@ print({k: r[k] for k in want + ["errors_within_deadline", "accounting_checks",
 for k in ("double_leases", "accounting_mismatches", "deadline_overruns",
           "errors_within_deadline", "duplicates", "missing"):
     assert r[k] == 0, f"{k} = {r[k]} (seed {r['seed']})"
-assert r["rss_growth_pct"] <= 10, f"memory grew {r['rss_growth_pct']} %"
+if r["memory_checked"]:  # not under a sanitizer (its allocator grows)
+    assert r["rss_growth_pct"] <= 10, f"memory grew {r['rss_growth_pct']} %"
 assert r["accounting_checks"] > 0, "the accounting was never checked"
 assert r["ops"] > 1000
 done = sum(r["faults"].values())
