@@ -71,25 +71,41 @@ int fault_schedule_demo(fault_event *ev, int64_t total_ms, int blackhole) {
     return k;
 }
 
+static uint64_t lcg(uint64_t *seed) {
+    *seed = *seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return *seed >> 33;
+}
+
 int fault_schedule_random(fault_event *ev, int max, int64_t total_ms,
                           uint64_t seed) {
-    int k = 0;
+    int k = 0, left = 0;
+    fault_kind bag[FAULT_NKINDS];
     int64_t t = 2000; /* after the warm-up */
     while (k < max) {
-        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
-        uint64_t r = seed >> 33;
-        fault_kind kind = (fault_kind)(r % FAULT_NKINDS);
+        if (left == 0) { /* every kind once per round, in a random order */
+            for (int i = 0; i < FAULT_NKINDS; i++)
+                bag[i] = (fault_kind)i;
+            for (int i = FAULT_NKINDS - 1; i > 0; i--) {
+                int j = (int)(lcg(&seed) % (uint64_t)(i + 1));
+                fault_kind x = bag[i];
+                bag[i] = bag[j];
+                bag[j] = x;
+            }
+            left = FAULT_NKINDS;
+        }
+        fault_kind kind = bag[--left];
+        uint64_t r = lcg(&seed);
         int64_t hold = 0;
         if (kind == FAULT_HANG)
-            hold = 1000 + (int64_t)((r >> 8) % 4001); /* 1-5 s */
+            hold = 1000 + (int64_t)(r % 4001); /* 1-5 s */
         else if (kind == FAULT_TOO_MANY || kind == FAULT_BLACKHOLE)
-            hold = 1000 + (int64_t)((r >> 8) % 2001);
+            hold = 1000 + (int64_t)(r % 2001);
         else if (kind == FAULT_FAILOVER)
-            hold = 500 + (int64_t)((r >> 8) % 1001);
+            hold = 500 + (int64_t)(r % 1001);
         if (t + hold + 3000 > total_ms)
             break;
         ev[k++] = (fault_event){t, kind, hold};
-        t += hold + 1000 + (int64_t)((r >> 20) % 2001); /* 1-3 s apart */
+        t += hold + 1000 + (int64_t)((r >> 12) % 2001); /* 1-3 s apart */
     }
     return k;
 }

@@ -49,8 +49,9 @@ typedef struct fault_event {
 int fault_schedule_demo(fault_event *ev, int64_t total_ms, int blackhole);
 
 /* fault_schedule_random fills ev (room for max) with faults of every
- * kind in a random order from seed, 1-3 s apart after each one's hold
- * (hang 1-5 s; too many and blackhole 1-3 s; the promotion 0.5-1.5 s
+ * kind in a random order from seed (each kind once in every round of
+ * FAULT_NKINDS, so that a short run sees them all), 1-3 s apart after each
+ * one's hold (hang 1-5 s; too many and blackhole 1-3 s; the promotion 0.5-1.5 s
  * after the stop), from 2 s into a run of total_ms to 3 s before its end.
  * Returns the number of events. */
 int fault_schedule_random(fault_event *ev, int max, int64_t total_ms,
