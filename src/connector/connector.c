@@ -186,6 +186,7 @@ typedef struct run {
     void *fallback; /* prefer-*: a connection of the other role */
     int permanent;  /* a permanent failure was seen this pass */
     tether_error last;
+    tether__tally tally; /* every endpoint passed over, and why */
 } run;
 
 static int64_t now_ms(const run *r) {
@@ -265,15 +266,19 @@ static int judge_role(run *r, int idx, void *conn, tether_role *role) {
     return fit == 1;
 }
 
-static void note_failure(run *r, int idx, const tether_error *e) {
-    r->last = *e;
+/* An attempt the login deadline cut short (cut) says little: it neither
+ * replaces an earlier failure as the run's error nor marks the host down. */
+static void note_failure(run *r, int idx, const tether_error *e, int cut) {
+    if (!cut || r->last.code == 0)
+        r->last = *e;
     if (e->cls == TETHER_CLASS_PERMANENT)
         r->permanent = 1;
-    else if (e->cls == TETHER_CLASS_TRANSIENT)
+    else if (e->cls == TETHER_CLASS_TRANSIENT && !cut)
         tether__connector_learn(r->c, idx, HS_DOWN, now_ms(r));
 }
 
-/* Whether the cache says to skip endpoint idx now (never every one). */
+/* Whether the cache says to skip endpoint idx now (never every one): 0,
+ * or the HS_* state it is skipped for. */
 static int skip_now(run *r, int idx) {
     tether_connector *c = r->c;
     pthread_mutex_lock(&c->lock);
@@ -281,8 +286,9 @@ static int skip_now(run *r, int idx) {
     int skip = skippable(c, idx, now), others = 0;
     for (int j = 0; skip && j < c->cfg.neps && !others; j++)
         others = !skippable(c, j, now);
+    int state = skip && others ? c->cache[idx].state : 0;
     pthread_mutex_unlock(&c->lock);
-    return skip && others;
+    return state;
 }
 
 /* The error of a connection of the wrong role, into e. */
@@ -301,7 +307,9 @@ static int attempt(run *r, const tether_step *st, void **conn) {
     tether_connector *c = r->c;
     int idx = r->order[st->host % r->n];
     const tether__ep *ep = &c->cfg.eps[idx];
-    if (skip_now(r, idx)) {
+    int skip = skip_now(r, idx);
+    if (skip) {
+        tether__tally_skip(&r->tally, ep, skip);
         tether__connector_event(c, st->attempt, ep, TETHER_PHASE_SKIP, NULL, 0,
                                 now_ms(r) - r->start_ms, 0);
         return 0;
@@ -316,13 +324,18 @@ static int attempt(run *r, const tether_step *st, void **conn) {
     if (rc) {
         tether__connector_event(c, st->attempt, ep, TETHER_PHASE_FAIL, &e, 0,
                                 el, budget);
-        note_failure(r, idx, &e);
+        int cut = e.code == TETHER_ETIMEDOUT && r->deadline_ms >= 0 &&
+                  now_ms(r) >= r->deadline_ms;
+        tether__tally_fail(&r->tally, ep, &e, budget, cut);
+        note_failure(r, idx, &e, cut);
         return 0;
     }
     tether_role role;
     int v = judge_role(r, idx, *conn, &role);
-    if (v != 1)
+    if (v != 1) {
         wrong_role(r, ep, role, &e);
+        tether__tally_role(&r->tally, ep, role, c->cfg.target);
+    }
     tether__connector_event(c, st->attempt, ep,
                             v == 1 ? TETHER_PHASE_OK : TETHER_PHASE_ROLE,
                             v == 1 ? NULL : &e, role, el, budget);
@@ -409,8 +422,11 @@ static int finish(run *r, void **conn, tether_error *err) {
     if (r->last.code == 0)
         tether_error_set(&r->last, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
                          "no connection within the login timeout");
-    if (err)
+    if (err) {
         *err = r->last;
+        tether__tally_message(&r->tally, r->c->cfg.target, r->attempts,
+                              now_ms(r) - r->start_ms, err);
+    }
     return r->last.code;
 }
 

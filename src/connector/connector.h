@@ -82,6 +82,44 @@ typedef struct tether__hoststate {
 
 enum { HS_UNKNOWN = 0, HS_DOWN, HS_PRIMARY, HS_STANDBY };
 
+/* What one connect run learned of each endpoint it tried or skipped, for
+ * an error that names them all (report.c). Endpoints are told apart by
+ * their "host:port" label (provisioning may replace the list mid-run) and
+ * kept in the order first met: the first TETHER__TALLY_SHOWN with their
+ * reason, the others (up to TETHER__TALLY_HOSTS) counted. */
+#define TETHER__TALLY_HOSTS 64
+#define TETHER__TALLY_SHOWN 12
+#define TETHER__TALLY_LABEL 56
+#define TETHER__TALLY_WHY 112
+typedef struct tether__tally {
+    int n;                                    /* endpoints met */
+    uint32_t hash[TETHER__TALLY_HOSTS];       /* their labels' hashes */
+    unsigned char tried[TETHER__TALLY_SHOWN]; /* connected to, not skipped */
+    char label[TETHER__TALLY_SHOWN][TETHER__TALLY_LABEL];
+    char why[TETHER__TALLY_SHOWN][TETHER__TALLY_WHY];
+} tether__tally;
+
+/* tether__tally_fail notes that ep failed with e (budget_ms: the attempt's
+ * budget, -1 unknown). cut: the login deadline ended the attempt, so what
+ * an earlier attempt found out about ep is kept over it. */
+void tether__tally_fail(tether__tally *t, const tether__ep *ep,
+                        const tether_error *e, int64_t budget_ms, int cut);
+
+/* tether__tally_role notes that ep connected with a role the target does
+ * not take. */
+void tether__tally_role(tether__tally *t, const tether__ep *ep,
+                        tether_role role, tether_target target);
+
+/* tether__tally_skip notes that the host-state cache skipped ep (state:
+ * HS_*); a reason found by trying it is kept over this. */
+void tether__tally_skip(tether__tally *t, const tether__ep *ep, int state);
+
+/* tether__tally_message rewrites err->message to name every endpoint of t
+ * and why each was passed over, after a head with the attempts and the
+ * time taken; nothing when t is empty. */
+void tether__tally_message(const tether__tally *t, tether_target target,
+                           int attempts, int64_t elapsed_ms, tether_error *err);
+
 struct tether_connector {
     tether_connector_opts o;
     const tether_driver *drv;

@@ -18,6 +18,7 @@ typedef struct flight {
     int idx;
     tether__wait w;
     char addr[64];
+    int64_t t0; /* when it started */
 } flight;
 
 typedef struct race {
@@ -31,6 +32,7 @@ typedef struct race {
     void *fallback;
     int attempts;
     tether_error last;
+    tether__tally tally; /* every endpoint passed over, and why */
 } race;
 
 static int64_t now(const race *r) {
@@ -41,9 +43,19 @@ static void drop(race *r, int i) {
     r->f[i] = r->f[--r->nf];
 }
 
-static void close_all(race *r) {
-    for (int i = 0; i < r->nf; i++)
+/* close_all closes the flights still in the air; noted as timed out
+ * when nothing won. */
+static void close_all(race *r, int won) {
+    for (int i = 0; i < r->nf; i++) {
+        if (!won) {
+            tether_error e = {0};
+            tether_error_set(&e, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
+                             "no answer");
+            tether__tally_fail(&r->tally, &r->c->cfg.eps[r->f[i].idx], &e,
+                               now(r) - r->f[i].t0, 1);
+        }
         r->c->drv->close(r->f[i].conn);
+    }
     r->nf = 0;
 }
 
@@ -51,6 +63,7 @@ static void failed(race *r, int idx, tether_error *e) {
     const tether__ep *ep = &r->c->cfg.eps[idx];
     tether__connector_event(r->c, r->attempts, ep, TETHER_PHASE_FAIL, e, 0,
                             now(r) - r->start, -1);
+    tether__tally_fail(&r->tally, ep, e, -1, 0);
     if (e->cls == TETHER_CLASS_TRANSIENT)
         tether__connector_learn(r->c, idx, HS_DOWN, now(r));
     r->last = *e;
@@ -67,6 +80,7 @@ static int arrived(race *r, int idx, void *conn) {
                             NULL, role, now(r) - r->start, -1);
     if (fit == 1)
         return 1;
+    tether__tally_role(&r->tally, &c->cfg.eps[idx], role, c->cfg.target);
     if (fit == 2 && !r->fallback)
         r->fallback = conn;
     else
@@ -98,6 +112,7 @@ static int start_next(race *r, void **won) {
     tether__endpoint te = {ep->host, numeric ? addr : NULL, ep->port};
     flight *f = &r->f[r->nf];
     f->idx = idx;
+    f->t0 = now(r);
     f->w = (tether__wait){-1, 0, -1};
     f->conn = NULL;
     int rc = c->drv->connect_start(c->dctx, &te, &f->conn, &f->w, &e);
@@ -205,7 +220,7 @@ int tether__connector_race(tether_connector *c, int64_t deadline_ms,
         }
         wait_flights(&r, &won);
     }
-    close_all(&r);
+    close_all(&r, won != NULL || r.fallback != NULL);
     if (won && r.fallback)
         c->drv->close(r.fallback);
     *conn = won ? won : r.fallback;
@@ -217,6 +232,8 @@ int tether__connector_race(tether_connector *c, int64_t deadline_ms,
     if (err) {
         *err = r.last;
         err->attempts = r.attempts;
+        tether__tally_message(&r.tally, c->cfg.target, r.attempts,
+                              now(&r) - r.start, err);
     }
     return r.last.code;
 }

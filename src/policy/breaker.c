@@ -345,6 +345,9 @@ static void fail_fast(const tether_breaker *b, int64_t now, tether_error *err) {
         tether_error_set(err, TETHER_EOPEN, b->last.cls,
                          "circuit breaker is %s; last failure: %s: %s", head,
                          tether_errname(b->last.code), b->last.message);
+    size_t len = strlen(err->message);
+    if (len == sizeof(err->message) - 1) /* cut: say so */
+        memcpy(err->message + len - 3, "...", 3);
     if (b->has_last) {
         err->cause = b->last.code;
         memcpy(err->sqlstate, b->last.sqlstate, sizeof(err->sqlstate));

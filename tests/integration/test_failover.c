@@ -592,6 +592,73 @@ static void test_clean_session(void **state) {
     tether_pool_destroy(p);
 }
 
+static void expect_in(const char *msg, const char *needle) {
+    if (!strstr(msg, needle))
+        fail_msg("message \"%s\" lacks \"%s\"", msg, needle);
+}
+
+static int no_work(void *conn, void *arg, const tether_attempt *a,
+                   tether_error *err) {
+    (void)conn, (void)arg, (void)a, (void)err;
+    return 0;
+}
+
+/* 4c. The primary stopped, the standby up but read-only (a failover not
+ * yet done): the error names both hosts, the primary as refused and the
+ * standby as read-only; through a pool, the first run() says the same and
+ * the next finds the breaker open, says so and when it probes next. The
+ * primary is started again afterwards (a teardown: also when it fails). */
+static void test_primary_down_standby_read_only(void **state) {
+    (void)state;
+    char extra[256], refused[64], read_only[96];
+    snprintf(extra, sizeof(extra),
+             "host=127.0.0.1,127.0.0.1 port=%d,%d "
+             "target_session_attrs=read-write tether_login_timeout=2s",
+             primary_port, standby_port);
+    snprintf(refused, sizeof(refused), "127.0.0.1:%d refused", primary_port);
+    snprintf(read_only, sizeof(read_only),
+             "127.0.0.1:%d is a standby (read-only), not read-write",
+             standby_port);
+    cluster("stop-node primary");
+    tether_connector *c = connector(extra, NULL);
+    tether_error err = {0};
+    PGconn *pg = NULL;
+    int64_t t0 = now_ms();
+    assert_int_equal(tether_connector_connect(c, (void **)&pg, &err),
+                     TETHER_ECONNECT);
+    int64_t took = now_ms() - t0;
+    print_message("connector after %lld ms: %s\n", (long long)took,
+                  err.message);
+    assert_true(took <= 2500);
+    expect_in(err.message, "no read-write server after ");
+    expect_in(err.message, refused);
+    expect_in(err.message, read_only);
+    assert_null(strstr(err.message, getenv("PGC_PASSWORD")));
+    tether_connector_destroy(c);
+
+    /* Through a pool's run(): the same, then the open breaker. */
+    tether_pool *p = pool(extra);
+    assert_int_equal(tether_pool_run(p, TETHER_IDEMPOTENT, no_work, NULL, &err),
+                     TETHER_EOPEN);
+    print_message("run: %s\n", err.message);
+    expect_in(err.message, "circuit breaker is open, next probe in ");
+    expect_in(err.message, refused);
+    expect_in(err.message, read_only);
+    assert_int_equal(err.cause, TETHER_ECONNECT);
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(p, 1000, &l, &err), TETHER_EOPEN);
+    expect_in(err.message, "circuit breaker is open, next probe in ");
+    expect_in(err.message, refused);
+    assert_null(strstr(err.message, getenv("PGC_PASSWORD")));
+    tether_pool_destroy(p);
+}
+
+static int start_primary(void **state) {
+    (void)state;
+    cluster("start-node primary");
+    return 0;
+}
+
 /* 4b. Promote the standby and stop the old primary: new acquires reach the
  * new primary, and no connection to the old one is handed out. */
 static void test_failover(void **state) {
@@ -651,6 +718,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_too_many_connections),
         cmocka_unit_test(test_wrong_password),
         cmocka_unit_test(test_clean_session),
+        cmocka_unit_test_teardown(test_primary_down_standby_read_only,
+                                  start_primary),
         cmocka_unit_test(test_failover),
     };
     return cmocka_run_group_tests_name("failover", tests, NULL, NULL);

@@ -3,7 +3,8 @@
  * standbys, "down*" refuse, "slow*" never answer, "auth*" reject the
  * password, "busy*" are out of connection slots. The real PostgreSQL
  * paths are tested in tests/integration. Also: connection-string parsing
- * and its errors. */
+ * and its errors, and what a failed connect says (every host and why it
+ * was passed over), here and over the sim driver of tether_sim.h. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -451,6 +452,270 @@ static void test_provisioning(void **state) {
     tether_connector_destroy(c);
 }
 
+/* ---- what a failed connect says -------------------------------------------
+ */
+
+/* fails connects with c and returns the error's message (static). */
+static const char *fail_msg_of(tether_connector *c, int want) {
+    static tether_error err;
+    void *h = NULL;
+    int rc = tether_connector_connect(c, &h, &err);
+    if (rc != want)
+        fail_msg("connect: %s, want %s: %s", tether_errname(rc),
+                 tether_errname(want), err.message);
+    assert_true(strlen(err.message) < TETHER_MSG_MAX);
+    print_message("%s\n", err.message);
+    return err.message;
+}
+
+static void expect_in(const char *msg, const char *needle) {
+    if (!strstr(msg, needle))
+        fail_msg("message \"%s\" lacks \"%s\"", msg, needle);
+}
+
+/* A connector over the sim driver (every host is the same simulated
+ * server) on the virtual clock. */
+static tether_connector *make_sim(const char *conninfo, tether_sim *sim) {
+    tether_connector_opts o;
+    tether_connector_opts_init(&o);
+    o.conninfo = conninfo;
+    o.driver = tether_driver_sim();
+    o.driver_ctx = sim;
+    o.clock = tether_vclock_clock(vc);
+    o.seed = 5;
+    tether_connector *c = NULL;
+    tether_error err = {0};
+    if (tether_connector_create(&c, &o, &err))
+        fail_msg("create: %s", err.message);
+    return c;
+}
+
+static tether_sim *make_simdb(double timeout_rate) {
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    so.clock = tether_vclock_clock(vc);
+    so.timeout_rate = timeout_rate;
+    so.seed = 9;
+    tether_sim *sim = NULL;
+    tether_error err = {0};
+    if (tether_sim_create(&sim, &so, &err))
+        fail_msg("sim: %s", err.message);
+    return sim;
+}
+
+#define PASSWORD "Pw-n0t-in-messages"
+
+/* Each reason with the sim driver: refused, timed out, too many
+ * connections, login rejected; every host named, never the password. */
+static void test_error_reasons_sim(void **state) {
+    (void)state;
+    tether_sim *sim = make_simdb(0);
+    tether_connector *c = make_sim(
+        "host=db1,db2 port=5432 password=" PASSWORD " tether_login_timeout=1s "
+        "tether_pause='fixed base=200ms jitter=none'",
+        sim);
+    tether_sim_set_down(sim, 1);
+    const char *m = fail_msg_of(c, TETHER_ECONNECT);
+    expect_in(m, "could not connect after 10 attempts in 800 ms: ");
+    expect_in(m, ": db1:5432 refused; db2:5432 refused");
+    assert_null(strstr(m, PASSWORD));
+    tether_connector_destroy(c);
+    tether_sim_set_down(sim, 0);
+
+    /* One pass: the first host out of slots, the second rejects the
+     * login (permanent: the loop ends after the pass). */
+    c = make_sim("host=db1,db2 port=5432 password=" PASSWORD, sim);
+    tether_sim_fail_next(sim, 1, TETHER_ETHROTTLED, TETHER_CLASS_THROTTLED);
+    tether_sim_fail_next(sim, 1, TETHER_EAUTH, TETHER_CLASS_PERMANENT);
+    m = fail_msg_of(c, TETHER_EAUTH);
+    expect_in(m, "could not connect after 2 attempts in 0 ms: ");
+    expect_in(m, "db1:5432 has too many connections; db2:5432 rejected the "
+                 "login: authentication failed");
+    assert_null(strstr(m, PASSWORD));
+    tether_connector_destroy(c);
+    tether_sim_destroy(sim);
+
+    /* Connects that never answer: each attempt's budget is named. */
+    sim = make_simdb(1.0);
+    c = make_sim("host=db1,db2 port=5432 tether_attempt_timeout=300ms "
+                 "tether_login_timeout=1s "
+                 "tether_pause='fixed base=100ms jitter=none'",
+                 sim);
+    m = fail_msg_of(c, TETHER_ETIMEDOUT);
+    expect_in(m, "db1:5432 timed out after 300 ms; db2:5432 timed out");
+    tether_connector_destroy(c);
+    tether_sim_destroy(sim);
+}
+
+/* An attempt the login deadline cut short does not hide what an earlier
+ * one found: servers that connect in 300 ms but cannot say their role (the
+ * sim driver has none), and a login timeout that leaves db2's second try
+ * 50 ms. */
+static void test_error_cut_by_deadline(void **state) {
+    (void)state;
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    so.clock = tether_vclock_clock(vc);
+    so.connect_latency_ms = 300;
+    tether_sim *sim = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_sim_create(&sim, &so, &err), 0);
+    tether_connector *c =
+        make_sim("host=db1,db2 port=5432 target_session_attrs=read-write "
+                 "tether_login_timeout=1050ms "
+                 "tether_pause='fixed base=100ms jitter=none'",
+                 sim);
+    const char *m = fail_msg_of(c, TETHER_ENOHOST);
+    expect_in(m, "no read-write server after 4 attempts in 1050 ms: "
+                 "db1:5432 did not tell its role, wanted read-write; "
+                 "db2:5432 did not tell its role, wanted read-write");
+    /* Nor does it mark db2 down: the next connect tries it again. */
+    m = fail_msg_of(c, TETHER_ENOHOST);
+    assert_null(strstr(m, "skipped"));
+    tether_connector_destroy(c);
+    tether_sim_destroy(sim);
+}
+
+/* The failover case: the old primary refuses, the standby answers but is
+ * read-only. Both are named, each with its reason, and the target. */
+static void test_error_refused_and_wrong_role(void **state) {
+    (void)state;
+    tether_connector *c = make("host=down1,s1 port=5432 "
+                               "target_session_attrs=read-write "
+                               "tether_login_timeout=2s "
+                               "tether_pause='fixed base=500ms jitter=none'",
+                               NULL);
+    const char *m = fail_msg_of(c, TETHER_ECONNECT);
+    expect_in(m, "no read-write server after 8 attempts in 1500 ms: "
+                 "down1:5432 refused; s1:5432 is a standby (read-only), "
+                 "not read-write");
+    tether_connector_destroy(c);
+    /* Of the wrong role alone. */
+    c = make("host=p1,p2 target_session_attrs=standby "
+             "tether_login_timeout=1s",
+             NULL);
+    m = fail_msg_of(c, TETHER_ENOHOST);
+    expect_in(m, "no standby server after ");
+    expect_in(m, "p1 is a primary, not standby; p2 is a primary, not standby");
+    tether_connector_destroy(c);
+}
+
+/* A host the cache skipped says so (and a tried host is not shown as
+ * skipped). */
+static void test_error_skipped(void **state) {
+    (void)state;
+    tether_connector *c = make("host=down1,busy1 port=5432 "
+                               "tether_login_timeout=1s "
+                               "tether_pause='fixed base=400ms jitter=none'",
+                               NULL);
+    const char *m = fail_msg_of(c, TETHER_ETHROTTLED);
+    expect_in(m, "down1:5432 refused; busy1:5432 has too many connections");
+    /* Within the recheck interval: down1 is known down. */
+    m = fail_msg_of(c, TETHER_ETHROTTLED);
+    expect_in(m, "down1:5432 skipped: down when last tried; busy1:5432 has "
+                 "too many connections");
+    tether_connector_destroy(c);
+}
+
+/* Many hosts: as many as fit, then how many more; for names of many
+ * lengths, never one host fewer than would fit with that tail. */
+static void test_error_many_hosts_truncated(void **state) {
+    (void)state;
+    for (int pad = 0; pad <= 40; pad++) {
+        char ci[4096] = "host=", name[128];
+        for (int i = 0; i < 20; i++)
+            snprintf(ci + strlen(ci), sizeof(ci) - strlen(ci),
+                     "%sdown-%02d.%.*s.example", i ? "," : "", i, pad,
+                     "a-rather-long-domain-name-that-goes-on-and-on");
+        strcat(ci, " port=5432 tether_login_timeout=100ms");
+        tether_connector *c = make(ci, NULL);
+        const char *m = fail_msg_of(c, TETHER_ECONNECT);
+        int shown = 0;
+        for (const char *p = m; (p = strstr(p, " refused")); p++)
+            shown++;
+        assert_true(shown >= 2 && shown < 20);
+        char tail[64], next_tail[64];
+        snprintf(tail, sizeof(tail), "; ... and %d more", 20 - shown);
+        snprintf(next_tail, sizeof(next_tail), "; ... and %d more", 19 - shown);
+        assert_string_equal(m + strlen(m) - strlen(tail), tail);
+        snprintf(name, sizeof(name), "; down-%02d.%.*s.example:5432 refused",
+                 shown, pad, "a-rather-long-domain-name-that-goes-on-and-on");
+        assert_true(strlen(m) - strlen(tail) + strlen(name) +
+                        (shown < 19 ? strlen(next_tail) : 0) >=
+                    TETHER_MSG_MAX);
+        expect_in(m, "down-00.");
+        tether_connector_destroy(c);
+    }
+}
+
+/* The race strategy names its hosts too, those still silent at the
+ * deadline as timed out. */
+static void test_error_race(void **state) {
+    (void)state;
+    tether_connector *c = make("host=down1,s1,slow1 port=5432 "
+                               "tether_strategy=race tether_race_delay=100ms "
+                               "target_session_attrs=primary "
+                               "tether_login_timeout=1s",
+                               NULL);
+    const char *m = fail_msg_of(c, TETHER_ECONNECT);
+    expect_in(m, "no primary server after ");
+    expect_in(m, "down1:5432 refused; s1:5432 is a standby (read-only), not "
+                 "primary; slow1:5432 timed out after ");
+    tether_connector_destroy(c);
+}
+
+/* Through a pool: the first acquire's error names every host; then the
+ * blocking-period breaker is open, and its error says so, when it probes
+ * next, and still names the hosts. */
+static void test_error_pool_breaker(void **state) {
+    (void)state;
+    tether_sim *sim = make_simdb(0);
+    tether_sim_set_down(sim, 1);
+    tether_connector *c = make_sim("host=db1,db2 port=5432 password=" PASSWORD
+                                   " tether_login_timeout=1s",
+                                   sim);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.connector = c;
+    po.clock = tether_vclock_clock(vc);
+    po.max_size = 2;
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_create(&p, &po, &err), 0);
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), TETHER_ECONNECT);
+    expect_in(err.message, "db1:5432 refused; db2:5432 refused");
+    tether_vclock_advance(vc, 1000 * MS);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), TETHER_EOPEN);
+    print_message("%s\n", err.message);
+    assert_int_equal(err.cause, TETHER_ECONNECT);
+    expect_in(err.message, "circuit breaker is open, next probe in 4000 ms; "
+                           "last failure: TETHER_ECONNECT: could not connect");
+    expect_in(err.message, "db1:5432 refused; db2:5432 refused");
+    assert_null(strstr(err.message, PASSWORD));
+    tether_pool_destroy(p);
+    tether_connector_destroy(c);
+    /* A failure too long to follow the breaker's words whole is cut with
+     * "...", the breaker's words kept. */
+    c = make_sim("host=db-01.a-rather-long-domain-name.example,"
+                 "db-02.a-rather-long-domain-name.example,"
+                 "db-03.a-rather-long-domain-name.example port=5432 "
+                 "tether_login_timeout=1s",
+                 sim);
+    po.connector = c;
+    assert_int_equal(tether_pool_create(&p, &po, &err), 0);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), TETHER_ECONNECT);
+    assert_true(strlen(err.message) > 200);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), TETHER_EOPEN);
+    print_message("%s\n", err.message);
+    assert_int_equal(strlen(err.message), TETHER_MSG_MAX - 1);
+    expect_in(err.message, "circuit breaker is open, next probe in 5000 ms; ");
+    assert_string_equal(err.message + TETHER_MSG_MAX - 4, "...");
+    tether_pool_destroy(p);
+    tether_connector_destroy(c);
+    tether_sim_destroy(sim);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_parse_errors, setup, teardown),
@@ -472,6 +737,18 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_race_staggered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_provisioning, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_error_reasons_sim, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_error_cut_by_deadline, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_error_refused_and_wrong_role,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_error_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_error_many_hosts_truncated, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_error_race, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_error_pool_breaker, setup,
+                                        teardown),
     };
     return cmocka_run_group_tests_name("connector", tests, NULL, NULL);
 }
