@@ -302,6 +302,34 @@ void tether__conncfg_free(tether__conncfg *cfg) {
     memset(cfg, 0, sizeof(*cfg));
 }
 
+/* host_item splits a provisioned item "h", "h:p", "[v6]" or "[v6]:p"
+ * (it, malloc'd, NULL when empty) into ep: the host is never empty. */
+static int host_item(char *it, int i, tether__ep *ep, tether_error *err) {
+    char *host = it, *port = NULL;
+    if (it && it[0] == '[') { /* [v6], [v6]:p */
+        char *close = strchr(it, ']');
+        if (!close || (close[1] && close[1] != ':')) {
+            free(it);
+            return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
+                                    "provisioning returned host %d with a "
+                                    "bad [address] (want [v6] or [v6]:port)",
+                                    i + 1);
+        }
+        *close = '\0';
+        port = close[1] ? close + 2 : NULL;
+        memmove(it, it + 1, strlen(it)); /* strip the '[' */
+    } else if (it && (port = strrchr(it, ':')) != NULL) {
+        *port++ = '\0';
+    }
+    if (!host || !*host) {
+        free(it);
+        return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
+                                "provisioning returned an empty host");
+    }
+    ep->host = host;
+    return port ? parse_port(port, &ep->port, err) : 0;
+}
+
 /* "h:p,h:p" (a port may be left out; [v6]:p for IPv6). */
 int tether__conncfg_set_hosts(tether__conncfg *cfg, const char *list,
                               tether_error *err) {
@@ -314,22 +342,8 @@ int tether__conncfg_set_hosts(tether__conncfg *cfg, const char *list,
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
     int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++) {
-        char *it = item(list, i);
-        char *colon = it ? strrchr(it, ':') : NULL;
-        if (colon && (it[0] != '[' || colon[-1] == ']')) {
-            *colon = '\0';
-            rc = parse_port(colon + 1, &eps[i].port, err);
-        }
-        if (it && it[0] == '[') { /* strip the brackets of [v6] */
-            memmove(it, it + 1, strlen(it));
-            it[strcspn(it, "]")] = '\0';
-        }
-        eps[i].host = it;
-        if (!it)
-            rc = tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
-                                  "provisioning returned an empty host");
-    }
+    for (int i = 0; i < n && rc == 0; i++)
+        rc = host_item(item(list, i), i, &eps[i], err);
     tether__conncfg tmp = {.eps = eps, .neps = n};
     if (rc) {
         free_eps(&tmp);

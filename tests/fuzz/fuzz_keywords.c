@@ -1,0 +1,180 @@
+/* fuzz_keywords.c - libFuzzer target for tether's connection-string
+ * keywords and the host lists a provisioning callback returns: feeds
+ * arbitrary bytes (as a NUL-terminated copy) to the connector's
+ * configuration parser (tether__conncfg_parse: endpoints, tether_strategy,
+ * target_session_attrs, durations, tether_pause, ...), the pool's
+ * (tether__pool_keys_parse: tether_pool_max, tether_retry, ...) and, as a
+ * provisioning answer "h:p,[v6]:p,...", to tether__conncfg_set_hosts, and
+ * abort()s when an invariant breaks:
+ *   - the same input always gives the same result and message;
+ *   - failure: a negative code (TETHER_ESPEC but for memory), a non-empty
+ *     message under 200 characters that never holds the value of a secret
+ *     keyword (password, sslpassword) when that value is distinctive;
+ *   - connector success: at least one endpoint, ports in [0, 65535], no
+ *     host with a comma, every keyword passed to the driver is libpq's,
+ *     enums and durations in range;
+ *   - pool success: 1 <= min <= max, durations >= 0;
+ *   - provisioning success: one endpoint per item, each with a non-empty
+ *     host found in its item and a port in [0, 65535]; failure leaves the
+ *     previous list as it was.
+ * Build and run it like fuzz_conninfo (see CMakeLists.txt here), with a
+ * scratch directory first so new inputs never land in the repository:
+ *   build-fuzz/tests/fuzz/fuzz_keywords -max_total_time=60 /tmp/fz \
+ *       tests/fuzz/corpus/keywords */
+#include "connector.h"
+#include "conninfo.h"
+#include "pool.h"
+#include "tether.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUZZ_NAME "fuzz_keywords"
+#include "fuzz_check.h"
+
+/* A secret value worth looking for in messages: at least 4 bytes, in no
+ * other keyword or value of ci (else it may be quoted as that one). */
+static int distinctive(const tether__conninfo *ci, size_t self) {
+    const char *v = ci->kv[self].val;
+    if (strlen(v) < 4)
+        return 0;
+    for (size_t i = 0; i < ci->n; i++) {
+        if (strstr(ci->kv[i].key, v))
+            return 0;
+        if (i != self && strstr(ci->kv[i].val, v))
+            return 0;
+    }
+    return 1;
+}
+
+/* check_failure: rc and e are a proper failure of parsing s, and e names
+ * no distinctive secret of s. */
+static void check_failure(const char *s, int rc, const tether_error *e) {
+    CHECK(rc < 0 && e->code == rc);
+    CHECK(rc == TETHER_ESPEC || rc == TETHER_ENOMEM);
+    size_t len = strnlen(e->message, sizeof(e->message));
+    CHECK(len > 0 && len < 200);
+    tether__conninfo ci;
+    if (tether__conninfo_parse(s, &ci, NULL) == 0)
+        for (size_t i = 0; i < ci.n; i++)
+            if (tether__conninfo_libpq_secret(ci.kv[i].key) &&
+                distinctive(&ci, i))
+                CHECK(strstr(e->message, ci.kv[i].val) == NULL);
+    tether__conninfo_free(&ci);
+}
+
+static void check_eps(const tether__ep *eps, int n) {
+    CHECK(n >= 1 && eps != NULL);
+    for (int i = 0; i < n; i++) {
+        CHECK(eps[i].port >= 0 && eps[i].port <= 65535);
+        CHECK(!eps[i].host || !strchr(eps[i].host, ','));
+        CHECK(!eps[i].hostaddr || !strchr(eps[i].hostaddr, ','));
+    }
+}
+
+static void check_conncfg(const tether__conncfg *c) {
+    check_eps(c->eps, c->neps);
+    CHECK(c->nparams >= 0);
+    for (int i = 0; i < c->nparams; i++)
+        CHECK(tether__conninfo_kind(c->keys[i]) == TETHER__KW_LIBPQ);
+    CHECK((unsigned)c->strategy <= TETHER_STRATEGY_RACE);
+    CHECK((unsigned)c->target <= TETHER_TARGET_PREFER_PRIMARY);
+    CHECK(c->login_timeout_ms >= -1 && c->attempt_timeout_ms >= 0);
+    CHECK(c->recheck_ms >= 0 && c->race_delay_ms >= 0);
+    CHECK(tether_backoff_validate(&c->pause, NULL) == 0);
+    CHECK(c->display != NULL);
+}
+
+/* connector: the connector's reading of s, twice. */
+static void connector(const char *s) {
+    tether__conncfg a, b;
+    tether_error ea, eb;
+    memset(&ea, 0x5a, sizeof(ea));
+    memset(&eb, 0, sizeof(eb));
+    int rc = tether__conncfg_parse(s, &a, &ea);
+    CHECK(tether__conncfg_parse(s, &b, &eb) == rc);
+    if (rc == 0) {
+        check_conncfg(&a);
+        CHECK(a.neps == b.neps && a.nparams == b.nparams);
+        CHECK(strcmp(a.display, b.display) == 0);
+    } else {
+        check_failure(s, rc, &ea);
+        CHECK(strcmp(ea.message, eb.message) == 0);
+    }
+    tether__conncfg_free(&a);
+    tether__conncfg_free(&b);
+}
+
+/* pool: the pool's reading of s. */
+static void pool(const char *s) {
+    tether__pool_keys k;
+    tether_error e;
+    memset(&e, 0x5a, sizeof(e));
+    int rc = tether__pool_keys_parse(s, &k, &e);
+    if (rc == 0) {
+        const tether_pool_opts *o = &k.o;
+        CHECK(o->max_size >= 1 && o->min_size >= 0);
+        CHECK(o->min_size <= o->max_size);
+        CHECK(o->acquire_timeout_ms >= -1 && o->idle_timeout_ms >= 0);
+        CHECK(o->max_lifetime_ms >= 0 && o->validate_idle_ms >= 0);
+        CHECK(o->name != NULL);
+    } else {
+        check_failure(s, rc, &e);
+    }
+    tether__pool_keys_free(&k);
+}
+
+/* item_has: item i of the comma list s contains host. */
+static int item_has(const char *s, int i, const char *host) {
+    while (i-- > 0)
+        s = strchr(s, ',') + 1;
+    size_t n = strcspn(s, ",");
+    for (const char *p = s; p + strlen(host) <= s + n; p++)
+        if (strncmp(p, host, strlen(host)) == 0)
+            return 1;
+    return 0;
+}
+
+/* provision: s as a provisioning callback's answer. */
+static void provision(const char *s) {
+    tether__conncfg c;
+    memset(&c, 0, sizeof(c));
+    CHECK(tether__conncfg_set_hosts(&c, "before:1", NULL) == 0);
+    const tether__ep *old = c.eps;
+    tether_error e;
+    memset(&e, 0x5a, sizeof(e));
+    int rc = tether__conncfg_set_hosts(&c, s, &e);
+    if (rc == 0) {
+        int items = 1;
+        for (const char *p = s; *p; p++)
+            items += *p == ',';
+        CHECK(c.neps == items);
+        check_eps(c.eps, c.neps);
+        for (int i = 0; i < c.neps; i++) {
+            CHECK(c.eps[i].host && *c.eps[i].host);
+            CHECK(item_has(s, i, c.eps[i].host));
+        }
+    } else {
+        CHECK(rc < 0 && e.code == rc);
+        size_t len = strnlen(e.message, sizeof(e.message));
+        CHECK(len > 0 && len < 200);
+        CHECK(c.eps == old && c.neps == 1 && c.eps[0].port == 1);
+        CHECK(strcmp(c.eps[0].host, "before") == 0);
+    }
+    tether__conncfg_free(&c);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    char *s = malloc(size + 1);
+    if (!s)
+        return 0;
+    memcpy(s, data, size);
+    s[size] = '\0';
+    connector(s);
+    pool(s);
+    provision(s);
+    free(s);
+    return 0;
+}
