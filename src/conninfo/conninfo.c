@@ -652,10 +652,12 @@ static const char *first_item(const tether__conninfo *ci, const char *key,
 static void name_fit(char *s) {
     size_t n = strlen(s);
     if (n > TETHER_POOL_NAME_MAX) {
-        n = TETHER_POOL_NAME_MAX;
-        while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-            n--;
-        s[n] = '\0';
+        size_t cut = TETHER_POOL_NAME_MAX;
+        while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80)
+            cut--;
+        /* found by fuzz_keywords: bytes that are all continuations (not
+         * UTF-8) left an empty name: cut them where the limit is */
+        s[cut ? cut : TETHER_POOL_NAME_MAX] = '\0';
     }
     for (; *s; s++)
         if ((unsigned char)*s < 0x20 || *s == 0x7f)

@@ -74,6 +74,11 @@ int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
                               "connection string: tether_pool_min (%d) is "
                               "above tether_pool_max (%d)",
                               k->o.min_size, k->o.max_size);
+    if (rc == 0 && !k->pooling && k->o.min_size > 1)
+        rc = tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                              "connection string: tether_pool_min (%d) with "
+                              "tether_pooling=off (a pool of one)",
+                              k->o.min_size);
     if (!k->pooling)
         k->o.max_size = 1;
     k->o.reset_query = k->reset_query;

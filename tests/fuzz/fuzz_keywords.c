@@ -119,7 +119,9 @@ static void pool(const char *s) {
         CHECK(o->min_size <= o->max_size);
         CHECK(o->acquire_timeout_ms >= -1 && o->idle_timeout_ms >= 0);
         CHECK(o->max_lifetime_ms >= 0 && o->validate_idle_ms >= 0);
-        CHECK(o->name != NULL);
+        /* named by tether_pool_name or the first host; none: the pool's
+         * own default ("pool-N") at create */
+        CHECK(o->name == NULL || tether__conninfo_name_ok(o->name));
     } else {
         check_failure(s, rc, &e);
     }

@@ -95,6 +95,12 @@ static void test_pool_name(void **state) {
     host[299] = '\0';
     snprintf(ci, sizeof(ci), "host=%s", host);
     assert_int_equal(strlen(parse_name(ci)), TETHER_POOL_NAME_MAX);
+    /* found by fuzz_keywords: a host of one letter and then bytes that are
+     * all UTF-8 continuations was cut to an empty name */
+    memset(host, 0xac, 299);
+    host[0] = 'a';
+    snprintf(ci, sizeof(ci), "host=%s", host);
+    assert_int_equal(strlen(parse_name(ci)), TETHER_POOL_NAME_MAX);
     /* spaces are allowed (quoted), and the longest name */
     assert_string_equal(parse_name("host=h tether_pool_name='eu orders'"),
                         "eu orders");
@@ -173,6 +179,9 @@ static void test_bad_values(void **state) {
                       "tether_pool_min (9) is above tether_pool_max (2)");
     expect_open_error("host=a tether_pool_max=0", "tether_pool_max");
     expect_open_error("host=a tether_pooling=maybe", "tether_pooling");
+    /* found by fuzz_keywords: a pool of one cannot keep two open */
+    expect_open_error("host=a tether_pool_min=2 tether_pooling=off",
+                      "tether_pooling=off");
     expect_open_error("host=a tether_retry='exponential attempts=0'",
                       "tether_retry");
     expect_open_error("host=a tether_breaker=sometimes", "tether_breaker");
