@@ -53,23 +53,21 @@ static void show(void *ctx, const tether_connect_event *ev) {
 }
 
 /* The metrics text, in a buffer the caller frees (NULL when out of
- * memory). The call returns the length the whole text needs, like
- * snprintf; the text can grow between two calls (counters gain digits),
- * so ask again until it fits. */
+ * memory). Like snprintf, the call returns the length of the whole text,
+ * and with no buffer it only tells that length; the text can grow a little
+ * before the next call (counters gain digits), so ask again until it
+ * fits. */
 static char *metrics_text(tether_pool *pool) {
-    size_t cap = 4096;
-    char *buf = NULL;
+    size_t need = tether_pool_metrics_prometheus(pool, NULL, 0);
     for (;;) {
-        char *b = realloc(buf, cap);
-        if (!b) {
-            free(buf);
+        size_t cap = need + 64;
+        char *buf = malloc(cap);
+        if (!buf)
             return NULL;
-        }
-        buf = b;
-        size_t need = tether_pool_metrics_prometheus(pool, buf, cap);
+        need = tether_pool_metrics_prometheus(pool, buf, cap);
         if (need < cap)
             return buf;
-        cap = need + 256;
+        free(buf);
     }
 }
 
