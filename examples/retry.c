@@ -8,17 +8,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-/* A pretend remote call: fails with a transient error two times in three. */
+/* A pretend remote call: fails with a transient error two times in three.
+ * The work is not idempotent (the runs below pass no TETHER_IDEMPOTENT), so
+ * it is retried only because each failure says it never reached the server:
+ * tether_error_set_not_sent. (tether_error_set would mean "it may have
+ * been sent" and stop the run after one attempt.) */
 static int flaky(void *arg, const tether_attempt *a, tether_error *err) {
     int *calls = arg;
     (*calls)++;
-    if (rand() % 3 != 0) {
-        err->not_sent = 1; /* refused before anything was sent */
-        return tether_error_set(err, TETHER_ECONNECT, TETHER_CLASS_TRANSIENT,
-                                "connection refused (attempt %d, %lld ms "
-                                "allowed)",
-                                a->number, (long long)a->timeout_ms);
-    }
+    if (rand() % 3 != 0) /* refused before anything was sent */
+        return tether_error_set_not_sent(err, TETHER_ECONNECT,
+                                         TETHER_CLASS_TRANSIENT,
+                                         "connection refused (attempt %d, "
+                                         "%lld ms allowed)",
+                                         a->number, (long long)a->timeout_ms);
     return 0;
 }
 
@@ -64,8 +67,17 @@ int main(int argc, char **argv) {
                (long long)err.elapsed_ms, r ? ", stopped: " : "",
                r ? tether_stop_name(err.stop) : "");
     }
-    if (rc != 0)
+    if (rc == 0) {
+        tether_retry_stats st;
+        tether_retry_stats_get(policy, &st);
+        printf("policy: %llu runs, %llu attempts, %llu retries, %llu "
+               "succeeded\n",
+               (unsigned long long)st.runs, (unsigned long long)st.attempts,
+               (unsigned long long)st.retries,
+               (unsigned long long)st.successes);
+    } else {
         fprintf(stderr, "setup failed: %s\n", err.message);
+    }
     tether_retry_destroy(policy);
     tether_breaker_destroy(breaker);
     tether_budget_destroy(budget);

@@ -132,7 +132,9 @@ typedef struct tether_error {
     tether_stop stop;             /* set by retry loops: why they gave up */
     int not_sent;                 /* 1: the failed work surely never reached the
                                      server (safe to retry even if not idempotent);
-                                     0 (default): it may have */
+                                     0 (default): it may have. Set it with
+                                     tether_error_set_not_sent, or after
+                                     tether_error_set (which resets it) */
     int attempts;                 /* attempts made (retry loops, connectors) */
     int64_t elapsed_ms;           /* time spent (retry loops, connectors) */
     int64_t retry_after_ms;       /* server-suggested pause, 0 when none */
@@ -146,9 +148,23 @@ TETHER_API void tether_error_clear(tether_error *err);
 
 /* tether_error_set fills err (if not NULL) with code, class and a printf-style
  * message, and returns code so that callers can write
- * `return tether_error_set(err, TETHER_EINVAL, ...)`. */
+ * `return tether_error_set(err, TETHER_EINVAL, ...)`. It starts from a
+ * cleared err (tether_error_clear): a not_sent, retry_after_ms or sqlstate
+ * set before the call is reset to its default, so set those after it, or
+ * use tether_error_set_not_sent for a failure that never reached the
+ * server. */
 TETHER_API int tether_error_set(tether_error *err, int code, tether_class cls,
                                 const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* tether_error_set_not_sent is tether_error_set for work that surely never
+ * reached the server (refused, no connection, nothing written): it also
+ * sets err->not_sent = 1, so that a retry loop may repeat even work that is
+ * not idempotent (docs/retry.md). Returns code.
+ * `return tether_error_set_not_sent(err, TETHER_ECONNECT,
+ *                                   TETHER_CLASS_TRANSIENT, "refused");` */
+TETHER_API int tether_error_set_not_sent(tether_error *err, int code,
+                                         tether_class cls, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
 /* tether_class_name returns "transient", "throttled", "permanent" or "none". */

@@ -114,6 +114,17 @@ int tether_error_set(tether_error *err, int code, tether_class cls,
     return rc;
 }
 
+int tether_error_set_not_sent(tether_error *err, int code, tether_class cls,
+                              const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = tether__error_vset(err, code, cls, "", fmt, ap);
+    va_end(ap);
+    if (err)
+        err->not_sent = 1;
+    return rc;
+}
+
 const char *tether_class_name(tether_class cls) {
     switch (cls) {
     case TETHER_CLASS_TRANSIENT:

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# check.sh - runs an example program and checks what it prints. The one
+# checker of the examples' output: ctest runs it on the examples built in
+# the tree (example.retry, example.pg_pool), scripts/check-install on the
+# examples built against an installed tether.
+#
+#   check.sh retry BIN      no server needed
+#   check.sh pg_pool BIN    inside scripts/pg-cluster run (PGC_* variables)
+set -uo pipefail
+
+name=${1:?usage: check.sh retry|pg_pool BIN}
+bin=${2:?usage: check.sh retry|pg_pool BIN}
+tmp=$(mktemp -d /tmp/tether-example.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+fail() {
+  echo "FAIL ($name): $*" >&2
+  fails=$((fails + 1))
+}
+
+# run ARGS...: runs the example, output in $tmp/out and $tmp/err, status
+# in $status; both are shown so that a failure can be read in the log.
+run() {
+  status=0
+  "$bin" "$@" >"$tmp/out" 2>"$tmp/err" || status=$?
+  echo "--- $name exit $status; stdout:"
+  cat "$tmp/out"
+  echo "--- stderr:"
+  cat "$tmp/err"
+}
+
+# retry: five runs of work that fails two times in three and is not
+# idempotent; each failure says it never reached the server, so the runs
+# retry it (never "stopped: not-idempotent"), and every retry is logged.
+check_retry() {
+  run
+  [ "$status" -eq 0 ] || fail "exit status $status, want 0"
+  local re='^run ([1-5]): (ok|TETHER_E[A-Z]+) after ([0-9]+) attempts \([0-9]+ ms\)(, stopped: (attempts|deadline|budget|breaker))?$'
+  local runs=0 attempts=0 ok=0 line
+  while IFS= read -r line; do
+    case $line in
+      run*)
+        if [[ $line =~ $re ]]; then
+          runs=$((runs + 1))
+          attempts=$((attempts + BASH_REMATCH[3]))
+          [ "${BASH_REMATCH[2]}" = ok ] && ok=$((ok + 1))
+          [ "${BASH_REMATCH[1]}" -eq "$runs" ] || fail "run lines out of order: '$line'"
+        else
+          fail "unexpected run line: '$line'"
+        fi ;;
+      policy:*) ;;
+      *) fail "unexpected line: '$line'" ;;
+    esac
+  done <"$tmp/out"
+  [ "$runs" -eq 5 ] || fail "$runs run lines, want 5"
+  grep -q 'not-idempotent' "$tmp/out" && fail "a run stopped not-idempotent: the failures must say they were not sent"
+  [ "$attempts" -gt "$runs" ] || fail "$attempts attempts in $runs runs: nothing was retried"
+  [ "$ok" -ge 1 ] || fail "no run succeeded"
+  # every retry (a pause before another attempt) is logged as a warning;
+  # the breaker may refuse the attempt after the last one
+  local warned
+  warned=$(grep -c '^\[warn\] retry: attempt [0-9]* failed after .*; retrying in [0-9]* ms$' "$tmp/err")
+  [ "$warned" -ge $((attempts - runs)) ] ||
+    fail "$warned retries logged as warnings on stderr, want at least $((attempts - runs))"
+  local want="policy: $runs runs, $attempts attempts, $warned retries, $ok succeeded"
+  grep -qxF "$want" "$tmp/out" || fail "want the line '$want'"
+  run "exponential bogus=1"
+  [ "$status" -eq 2 ] || fail "a bad spec: exit status $status, want 2"
+  grep -q '^bad policy: .*bogus' "$tmp/err" || fail "a bad spec: want 'bad policy: ...' naming the key"
+}
+
+# The Prometheus text from line $1 of $tmp/out on: every sample line is
+# "name{labels} value" of a family declared by # TYPE, every family has a
+# sample, and the histogram ends with its _count (the last line written:
+# a text cut short loses it).
+check_metrics() {
+  tail -n +"$1" "$tmp/out" >"$tmp/metrics"
+  [ -s "$tmp/metrics" ] || { fail "no metrics text"; return; }
+  [ "$(tail -c 1 "$tmp/metrics" | od -An -c | tr -d ' ')" = '\n' ] ||
+    fail "the metrics text does not end with a newline (cut short?)"
+  awk '
+    /^# HELP / { next }
+    /^# TYPE / { type[$3] = $4; next }
+    /^[a-zA-Z_:][a-zA-Z0-9_:]*\{[^}]*\} [-+0-9.eE]+$/ {
+      n = $1; sub(/\{.*/, "", n); base = n
+      if (!(base in type)) sub(/_(bucket|sum|count)$/, "", base)
+      if (!(base in type)) { print "sample of an undeclared family: " $0; bad = 1 }
+      seen[base]++
+      if (type[base] == "histogram" && n == base "_count") counted[base] = 1
+      next
+    }
+    { print "not a metrics line: " $0; bad = 1 }
+    END {
+      for (f in type) {
+        if (!seen[f]) { print "family without a sample: " f; bad = 1 }
+        if (type[f] == "histogram" && !counted[f]) { print "histogram without _count: " f; bad = 1 }
+      }
+      exit bad
+    }' "$tmp/metrics" >"$tmp/why" || fail "metrics text: $(cat "$tmp/why")"
+  grep -Eq '^tether_pool_acquires_total\{[^}]*\} [1-9][0-9]*$' "$tmp/metrics" ||
+    fail "tether_pool_acquires_total is not >= 1"
+}
+
+# pg_pool ATTRS WANT_ROLE WANT_PORT: the standby is listed first, the pool
+# must still land where target_session_attrs says.
+check_pg_pool_run() {
+  local ci="host=$PGC_HOST,$PGC_HOST port=$STANDBY_PORT,$PRIMARY_PORT"
+  ci+=" user=$PGC_USER password=$PGC_PASSWORD dbname=$PGC_DB"
+  ci+=" target_session_attrs=$1 tether_pool_max=4"
+  run "$ci"
+  [ "$status" -eq 0 ] || fail "$1: exit status $status, want 0"
+  head -n 1 "$tmp/out" | grep -Eqx "pg_class has [1-9][0-9]* rows, counted on the $2 \(port $3\)" ||
+    fail "$1: first line '$(head -n 1 "$tmp/out")', want 'pg_class has N rows, counted on the $2 (port $3)'"
+  check_metrics 2
+  if grep -qF -- "$PGC_PASSWORD" "$tmp/out" "$tmp/err"; then
+    fail "$1: the password appears in the output"
+  fi
+}
+
+check_pg_pool() {
+  local v
+  for v in PGC_HOST PRIMARY_PORT STANDBY_PORT PGC_USER PGC_PASSWORD PGC_DB; do
+    [ -n "${!v:-}" ] || { echo "check.sh pg_pool: \$$v is not set (run it inside scripts/pg-cluster run)" >&2; exit 2; }
+  done
+  check_pg_pool_run read-write primary "$PRIMARY_PORT"
+  check_pg_pool_run read-only standby "$STANDBY_PORT"
+  run
+  [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
+  grep -q '^usage: ' "$tmp/err" || fail "no argument: want a usage line on stderr"
+}
+
+case $name in
+  retry) check_retry ;;
+  pg_pool) check_pg_pool ;;
+  *) echo "check.sh: unknown example '$name'" >&2; exit 2 ;;
+esac
+if [ "$fails" -ne 0 ]; then
+  echo "check.sh $name ($bin): $fails check(s) failed" >&2
+  exit 1
+fi
+echo "check.sh $name ($bin): ok"
