@@ -154,6 +154,10 @@ static int build_endpoints(tether__conncfg *cfg, const char *hosts,
     int na = count_items(addrs), n = nh > na ? nh : na;
     if (n == 0)
         n = 1; /* the driver's default host */
+    if (n > TETHER__MAX_HOSTS)
+        return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                                "connection string: %d hosts; at most %d", n,
+                                TETHER__MAX_HOSTS);
     if ((np > 1 && np != n) || (nh && na && na != nh))
         return tether_error_set(
             err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
@@ -337,6 +341,10 @@ int tether__conncfg_set_hosts(tether__conncfg *cfg, const char *list,
     if (n == 0)
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
                                 "provisioning returned no hosts");
+    if (n > TETHER__MAX_HOSTS)
+        return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
+                                "provisioning returned %d hosts; at most %d", n,
+                                TETHER__MAX_HOSTS);
     tether__ep *eps = calloc((size_t)n, sizeof(*eps));
     if (!eps)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,

@@ -180,7 +180,7 @@ typedef struct run {
     tether_connector *c;
     const tether_clock *clock;
     int64_t start_ms, deadline_ms; /* deadline -1: none */
-    int order[64];                 /* endpoint visiting order */
+    int order[TETHER__MAX_HOSTS];  /* endpoint visiting order */
     int n;
     int attempts;
     void *fallback; /* prefer-*: a connection of the other role */
@@ -348,7 +348,7 @@ static int attempt(run *r, const tether_step *st, void **conn) {
 
 static void make_order(run *r) {
     tether_connector *c = r->c;
-    r->n = c->cfg.neps < 64 ? c->cfg.neps : 64;
+    r->n = c->cfg.neps; /* at most TETHER__MAX_HOSTS: config refuses more */
     for (int i = 0; i < r->n; i++)
         r->order[i] = i;
     pthread_mutex_lock(&c->lock);

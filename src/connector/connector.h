@@ -20,6 +20,10 @@ typedef struct tether__ep {
 /* What a connection string says to the connector: the endpoints, its
  * keywords, and the libpq keywords for the driver (the pool's keywords are
  * left out: tether_pool_open maps those). */
+/* The most hosts one connection string (or one provisioning answer) may
+ * name: a longer list is refused, never cut short in silence. */
+#define TETHER__MAX_HOSTS 64
+
 typedef struct tether__conncfg {
     tether__ep *eps;
     int neps;
@@ -87,7 +91,7 @@ enum { HS_UNKNOWN = 0, HS_DOWN, HS_PRIMARY, HS_STANDBY };
  * their "host:port" label (provisioning may replace the list mid-run) and
  * kept in the order first met: the first TETHER__TALLY_SHOWN with their
  * reason, the others (up to TETHER__TALLY_HOSTS) counted. */
-#define TETHER__TALLY_HOSTS 64
+#define TETHER__TALLY_HOSTS TETHER__MAX_HOSTS
 #define TETHER__TALLY_SHOWN 12
 #define TETHER__TALLY_LABEL 56
 #define TETHER__TALLY_WHY 112

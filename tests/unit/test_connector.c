@@ -209,6 +209,20 @@ static void test_parse_errors(void **state) {
     /* The tail of an unquoted password with a space is never echoed. */
     expect_spec_error("host=a password=abc s3cret=x", "unknown keyword");
     expect_spec_error("host='a password=s3cret", "position");
+    /* Hosts past the 64th were never tried, in silence: now refused. */
+    char ci[1024] = "password=s3cret host=h0";
+    for (int i = 1; i < 65; i++)
+        snprintf(ci + strlen(ci), sizeof(ci) - strlen(ci), ",h%d", i);
+    expect_spec_error(ci, "65 hosts; at most 64");
+    *strrchr(ci, ',') = '\0'; /* 64: taken */
+    tether_connector_opts o;
+    tether_connector_opts_init(&o);
+    o.conninfo = ci;
+    o.driver = &fake;
+    tether_connector *c = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_connector_create(&c, &o, &err), 0);
+    tether_connector_destroy(c);
 }
 
 /* A keyword the string leaves out takes its PG* variable, as in libpq;
