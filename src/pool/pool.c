@@ -637,10 +637,9 @@ static void setup_slot(tether_pool *p, tether_lease *s, void *conn) {
 int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
                                  tether_lease **out, tether_error *err) {
     *out = NULL;
-    tether_error scratch;
-    tether_error *e = err ? err : &scratch; /* the class decides below */
-    tether_error_clear(e);
-    err = e;
+    tether_error scratch; /* the failure's class decides below */
+    if (!err)
+        err = &scratch;
     int permit = TETHER_PERMIT_CALL;
     if (p->breaker) {
         permit = tether_breaker_allow(p->breaker, err);
@@ -658,7 +657,8 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
      * but busy: not a failure that should block connects. */
     if (p->breaker && permit != TETHER_EOPEN)
         tether_breaker_record(p->breaker, permit,
-                              rc == 0 || e->cls == TETHER_CLASS_THROTTLED, e);
+                              rc == 0 || err->cls == TETHER_CLASS_THROTTLED,
+                              err);
     pthread_mutex_lock(&p->lock);
     p->creating--;
     tether_lease *s = rc == 0 ? claim_free_locked(p) : NULL;
