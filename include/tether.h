@@ -946,8 +946,14 @@ TETHER_API void tether_pool_opts_init_sized(tether_pool_opts *o, size_t size);
 /* A connection pool. Thread-safe. */
 typedef struct tether_pool tether_pool;
 
-/* A lease: one borrowed connection. Release it exactly once, from any
- * thread. */
+/* A lease: one borrowed connection. Release (or discard) it exactly once,
+ * from any thread. A lease is a token, not a pointer to dereference: it
+ * names a connection and the turn the caller holds it in, so that a release
+ * or discard after the first is refused with TETHER_EINVAL (and counted in
+ * tether_pool_metrics.stale_releases) and never touches the connection,
+ * even when another caller holds it now. The check needs 64-bit pointers
+ * whose top 16 bits are 0 (user space on x86-64 and arm64); it tells turns
+ * apart modulo 32768. A lease of a destroyed pool is not caught. */
 typedef struct tether_lease tether_lease;
 
 /* tether_pool_create makes a pool and starts warming it up to min_size in
@@ -999,15 +1005,18 @@ TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
 
 /* tether_lease_release returns a connection to its pool: it is reset
  * (open transaction rolled back, reset query) and reused, or closed when its
- * state is unknown. */
-TETHER_API void tether_lease_release(tether_lease *l);
+ * state is unknown. Returns 0, or TETHER_EINVAL for NULL or a lease
+ * already released or discarded (refused: logged at error level, counted,
+ * the connection untouched). */
+TETHER_API int tether_lease_release(tether_lease *l);
 
 /* tether_lease_discard closes the leased connection instead of reusing it
- * (use it when its state is unknown or it broke). */
-TETHER_API void tether_lease_discard(tether_lease *l);
+ * (use it when its state is unknown or it broke). Returns 0, or
+ * TETHER_EINVAL as tether_lease_release. */
+TETHER_API int tether_lease_discard(tether_lease *l);
 
 /* tether_lease_handle returns the driver's connection (PGconn * for pq, a
- * sim handle for sim). */
+ * sim handle for sim), or NULL for NULL or a lease no longer held. */
 TETHER_API void *tether_lease_handle(const tether_lease *l);
 
 /* tether_pool_clear discards every connection: idle ones now, leased ones
@@ -1056,7 +1065,9 @@ typedef struct tether_pool_metrics {
     uint64_t leaks;
     tether_breaker_state breaker_state;
     uint64_t hist[TETHER_HIST_BUCKETS];
-    uint64_t hist_sum_us; /* of timed acquires */
+    uint64_t hist_sum_us;    /* of timed acquires */
+    uint64_t stale_releases; /* releases and discards refused: the lease
+                                was released or discarded before */
 } tether_pool_metrics;
 
 /* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds

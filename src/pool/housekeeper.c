@@ -28,7 +28,7 @@ static void worker_done(tether_pool *p) {
 
 static void *fill_main(void *arg) {
     tether_pool *p = arg;
-    tether_lease *s = NULL;
+    tether__slot *s = NULL;
     tether_error err;
     if (tether__pool_create_reserved(p, p->o.acquire_timeout_ms, &s, &err) ==
         0) {
@@ -75,12 +75,12 @@ void tether__pool_fill(tether_pool *p) {
 typedef struct keepalive_job {
     tether_pool *p;
     int n;
-    tether_lease *slots[];
+    tether__slot *slots[];
 } keepalive_job;
 
-static void keepalive_run(tether_pool *p, tether_lease **slots, int n) {
+static void keepalive_run(tether_pool *p, tether__slot **slots, int n) {
     for (int i = 0; i < n; i++) {
-        tether_lease *s = slots[i];
+        tether__slot *s = slots[i];
         if (p->drv->validate(s->conn, p->o.validate_timeout_ms, NULL)) {
             tether__pool_discard(p, s, CLOSE_VALIDATION);
             continue;
@@ -100,17 +100,17 @@ static void *keepalive_main(void *arg) {
 
 /* Validate reserved slots in the background (inline on a virtual clock,
  * so tests stay deterministic). */
-static void keepalive_start(tether_pool *p, tether_lease **slots, int n) {
+static void keepalive_start(tether_pool *p, tether__slot **slots, int n) {
     keepalive_job *j = NULL;
     if (p->real_clock)
-        j = malloc(sizeof(*j) + sizeof(tether_lease *) * (size_t)n);
+        j = malloc(sizeof(*j) + sizeof(tether__slot *) * (size_t)n);
     if (!j) {
         keepalive_run(p, slots, n);
         return;
     }
     j->p = p;
     j->n = n;
-    memcpy(j->slots, slots, sizeof(tether_lease *) * (size_t)n);
+    memcpy(j->slots, slots, sizeof(tether__slot *) * (size_t)n);
     pthread_mutex_lock(&p->lock);
     p->bg++;
     pthread_mutex_unlock(&p->lock);
@@ -123,7 +123,7 @@ static void keepalive_start(tether_pool *p, tether_lease **slots, int n) {
 
 /* ---- one pass ------------------------------------------------------------ */
 
-static void report_leak(tether_pool *p, tether_lease *s, int64_t now) {
+static void report_leak(tether_pool *p, tether__slot *s, int64_t now) {
     int64_t at = atomic_load_explicit(&s->acquired_ms, memory_order_acquire);
     if (at == NOT_HELD || now - at < p->leak_threshold_ms)
         return;
@@ -141,7 +141,7 @@ static void report_leak(tether_pool *p, tether_lease *s, int64_t now) {
 }
 
 /* Decide for one reserved idle slot. Returns 1 if it awaits keepalive. */
-static int inspect_idle(tether_pool *p, tether_lease *s, int64_t now,
+static int inspect_idle(tether_pool *p, tether__slot *s, int64_t now,
                         int *excess) {
     if (s->gen != atomic_load(&p->gen)) {
         tether__pool_discard(p, s, CLOSE_CLEARED);
@@ -169,10 +169,10 @@ void tether__pool_housekeep(tether_pool *p) {
     pthread_mutex_lock(&p->lock);
     int excess = p->total - p->o.min_size;
     pthread_mutex_unlock(&p->lock);
-    tether_lease *batch[64];
+    tether__slot *batch[64];
     int nb = 0;
     for (int i = 0; i < p->nslots; i++) {
-        tether_lease *s = &p->slots[i];
+        tether__slot *s = &p->slots[i];
         int st = slot_state(s);
         if (st == SLOT_USED && p->leak_threshold_ms > 0)
             report_leak(p, s, now);

@@ -18,7 +18,7 @@ int64_t tether_pool_hist_bound_us(int i) {
 }
 
 size_t tether_pool_bytes_per_conn(void) {
-    return sizeof(tether_lease);
+    return sizeof(tether__slot);
 }
 
 void tether__hist_record(tether_pool *p, int64_t us) {
@@ -33,7 +33,7 @@ void tether__hist_record(tether_pool *p, int64_t us) {
 static void count_slots(tether_pool *p, tether_pool_metrics *m) {
     uint64_t quick = atomic_load(&p->retired_quick);
     for (int i = 0; i < p->nslots; i++) {
-        tether_lease *s = &p->slots[i];
+        tether__slot *s = &p->slots[i];
         int st = slot_state(s);
         m->idle += st == SLOT_IDLE;
         m->in_use += st == SLOT_USED;
@@ -72,6 +72,7 @@ static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     m->queue_full = atomic_load(&p->queue_full);
     m->breaker_rejections = atomic_load(&p->breaker_rejections);
     m->leaks = atomic_load(&p->leaks);
+    m->stale_releases = atomic_load(&p->stale_releases);
     tether_retry_stats rs;
     tether_retry_stats_get(p->retry, &rs);
     m->retries = rs.retries;
@@ -172,6 +173,9 @@ static void counters(out *o, const char *l, const tether_pool_metrics *m) {
             m->retries);
     counter(o, l, "leaks_total", "Leases reported as possible leaks.",
             m->leaks);
+    counter(o, l, "stale_releases_total",
+            "Releases and discards refused: the lease was already ended.",
+            m->stale_releases);
 }
 
 static void histogram(out *o, const char *l, const tether_pool_metrics *m) {

@@ -17,7 +17,7 @@
 /* Per-thread affinity: the slot this thread last released, per pool id. */
 typedef struct tls_entry {
     uint64_t pool_id;
-    tether_lease *slot;
+    tether__slot *slot;
 } tls_entry;
 
 static TETHER__TLS tls_entry tls_cache[TLS_WAYS];
@@ -163,7 +163,7 @@ static int alloc_pool(tether_pool **out, const tether_pool_opts *o,
     memset(p, 0, sizeof(*p));
     p->o = *o;
     p->nslots = o->max_size;
-    size_t bytes = sizeof(tether_lease) * (size_t)p->nslots;
+    size_t bytes = sizeof(tether__slot) * (size_t)p->nslots;
     p->slots = aligned_alloc(64, bytes);
     p->conninfo = dup_or_null(o->conninfo);
     p->id = atomic_fetch_add(&next_pool_id, 1);
@@ -237,7 +237,7 @@ void tether_pool_destroy(tether_pool *p) {
         pthread_cond_wait(&p->drained, &p->lock);
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->nslots; i++) /* releases still reading p */
-        while (atomic_load(&p->slots[i].state) >= SLOT_INFLIGHT)
+        while (atomic_load(&p->slots[i].state) & SLOT_INFLIGHT_MASK)
             sched_yield();
     for (int i = 0; i < TLS_WAYS; i++)
         if (tls_cache[i].pool_id == p->id)
@@ -346,18 +346,18 @@ static inline int head_overdue(tether_pool *p) {
 
 /* Take slot s if it is idle (a plain load first: no write to a busy
  * slot's line). Returns 1 when it is now this caller's. */
-TETHER__HOT static inline int try_take(tether_lease *s) {
+TETHER__HOT static inline int try_take(tether__slot *s) {
     return slot_cas(s, SLOT_IDLE, SLOT_USED);
 }
 
-TETHER__HOT static tether_lease *take_idle(tether_pool *p) {
+TETHER__HOT static tether__slot *take_idle(tether_pool *p) {
     tls_entry *t = &tls_cache[p->id % TLS_WAYS];
     if (t->pool_id == p->id && try_take(t->slot))
         return t->slot;
     int n = p->nslots;
     int start = (int)(((uintptr_t)t >> 6) % (uintptr_t)n);
     for (int i = 0; i < n; i++) {
-        tether_lease *s = &p->slots[(start + i) % n];
+        tether__slot *s = &p->slots[(start + i) % n];
         if (try_take(s))
             return s;
     }
@@ -365,12 +365,12 @@ TETHER__HOT static tether_lease *take_idle(tether_pool *p) {
 }
 
 /* The connection this thread released last to p, or NULL. */
-static const tether_lease *last_used(const tether_pool *p) {
+static const tether__slot *last_used(const tether_pool *p) {
     const tls_entry *t = &tls_cache[p->id % TLS_WAYS];
     return t->pool_id == p->id ? t->slot : NULL;
 }
 
-TETHER__HOT static void remember(tether_pool *p, tether_lease *s) {
+TETHER__HOT static void remember(tether_pool *p, tether__slot *s) {
     tls_entry *t = &tls_cache[p->id % TLS_WAYS];
     t->pool_id = p->id;
     t->slot = s;
@@ -381,7 +381,7 @@ static void relaxed_inc(_Atomic uint64_t *c) {
                           memory_order_relaxed);
 }
 
-int tether__pool_retire_due(tether_pool *p, const tether_lease *s,
+int tether__pool_retire_due(tether_pool *p, const tether__slot *s,
                             int64_t now) {
     if (s->expire_ms > now)
         return 0;
@@ -395,7 +395,7 @@ int tether__pool_retire_due(tether_pool *p, const tether_lease *s,
  * 1 when it was good after a round-trip validation (its duration in
  * *validate_us), -1 when it was discarded (the caller looks for
  * another). */
-TETHER__HOT static int checkout(tether_pool *p, tether_lease *s,
+TETHER__HOT static int checkout(tether_pool *p, tether__slot *s,
                                 const char *file, int line,
                                 int64_t *validate_us) {
     int64_t now = tether__pool_now(p);
@@ -440,7 +440,7 @@ void tether__pool_fatal(tether_pool *p) {
         tether_connector_invalidate(p->o.connector);
 }
 
-int tether__pool_still_up(tether_pool *p, tether_lease *s, int probe) {
+int tether__pool_still_up(tether_pool *p, tether__slot *s, int probe) {
     int up = p->drv->alive(s->conn, probe);
     if (up == 1)
         return 1;
@@ -451,7 +451,7 @@ int tether__pool_still_up(tether_pool *p, tether_lease *s, int probe) {
     return 0;
 }
 
-void tether__pool_discard(tether_pool *p, tether_lease *s, close_reason why) {
+void tether__pool_discard(tether_pool *p, tether__slot *s, close_reason why) {
     void *conn = s->conn;
     s->conn = NULL;
     s->handle = NULL;
@@ -474,7 +474,7 @@ void tether__pool_discard(tether_pool *p, tether_lease *s, close_reason why) {
  * rather have the connection it used last (same server session, and on a
  * shared host the scheduler keeps its thread beside that backend): it
  * waits for it until passed over for 2 x barge_limit_us, then takes any. */
-static int head_takes(tether_pool *p, const waiter *w, const tether_lease *s) {
+static int head_takes(tether_pool *p, const waiter *w, const tether__slot *s) {
     if (p->o.barge_limit_us == 0 || !w->last || w->last == s)
         return 1;
     int64_t since =
@@ -493,7 +493,7 @@ static int housekept(const tether_pool *p) {
  * new first waiter is not woken to poll when the housekeeper serves it: a
  * wake-up at every hand-over costs a sleep and a switch, measured at 4 % of
  * throughput (docs/pool.md). */
-static int handoff(tether_pool *p, tether_lease *s) {
+static int handoff(tether_pool *p, tether__slot *s) {
     pthread_mutex_lock(&p->lock);
     waiter *w = p->head;
     int rc = w ? (head_takes(p, w, s) ? 1 : -1) : 0;
@@ -508,9 +508,9 @@ static int handoff(tether_pool *p, tether_lease *s) {
 
 /* Whether a slot other than s is out (in use, being created or checked):
  * its return will come through tether__pool_put_idle. */
-static int others_out(const tether_pool *p, const tether_lease *s) {
+static int others_out(const tether_pool *p, const tether__slot *s) {
     for (int i = 0; i < p->nslots; i++) {
-        const tether_lease *o = &p->slots[i];
+        const tether__slot *o = &p->slots[i];
         int st = slot_state(o);
         if (o != s && st != SLOT_IDLE && st != SLOT_FREE)
             return 1;
@@ -522,7 +522,7 @@ static int others_out(const tether_pool *p, const tether_lease *s) {
  * is not polling. While other connections are out, their releases hand
  * over once it is overdue (and the housekeeper's tick backs that up); when
  * none is, no release will come (a burst has ended): wake it to poll. */
-static void wake_unarmed_head(tether_pool *p, const tether_lease *s) {
+static void wake_unarmed_head(tether_pool *p, const tether__slot *s) {
     if (others_out(p, s))
         return;
     pthread_mutex_lock(&p->lock);
@@ -536,7 +536,7 @@ static void wake_unarmed_head(tether_pool *p, const tether_lease *s) {
 /* What a release does after publishing s idle, h being what its hand-over
  * gave before (0: nobody waited, -1: the first waiter wants its own last
  * connection). The slot may be taken, even closed, at any moment here. */
-TETHER__HOT static void after_publish(tether_pool *p, tether_lease *s, int h) {
+TETHER__HOT static void after_publish(tether_pool *p, tether__slot *s, int h) {
     for (;;) {
         /* A close that began after our first check may have swept the idle
          * slots already and now waits for this one: take it back and close
@@ -560,7 +560,7 @@ TETHER__HOT static void after_publish(tether_pool *p, tether_lease *s, int h) {
         wake_unarmed_head(p, s);
 }
 
-TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether_lease *s) {
+TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether__slot *s) {
     if (atomic_load_explicit(&p->closing, memory_order_relaxed)) {
         tether__pool_discard(p, s, CLOSE_SHUTDOWN); /* never idle again */
         return;
@@ -597,9 +597,9 @@ void tether__pool_serve_head(tether_pool *p) {
     if (!head_overdue(p))
         return;
     pthread_mutex_lock(&p->lock);
-    tether_lease *want = p->head ? (tether_lease *)p->head->last : NULL;
+    tether__slot *want = p->head ? (tether__slot *)p->head->last : NULL;
     pthread_mutex_unlock(&p->lock);
-    tether_lease *s = want && try_take(want) ? want : take_idle(p);
+    tether__slot *s = want && try_take(want) ? want : take_idle(p);
     if (s)
         tether__pool_put_idle(p, s);
 }
@@ -607,9 +607,9 @@ void tether__pool_serve_head(tether_pool *p) {
 /* ---- creating connections ------------------------------------------------ */
 
 /* Claim a free slot for a creation already counted in total/creating. */
-static tether_lease *claim_free_locked(tether_pool *p) {
+static tether__slot *claim_free_locked(tether_pool *p) {
     for (int i = 0; i < p->nslots; i++) {
-        tether_lease *s = &p->slots[i];
+        tether__slot *s = &p->slots[i];
         if (slot_state(s) == SLOT_FREE) {
             slot_set(s, SLOT_CREATING, 0);
             return s;
@@ -618,7 +618,7 @@ static tether_lease *claim_free_locked(tether_pool *p) {
     return NULL; /* cannot happen while total <= nslots */
 }
 
-static void setup_slot(tether_pool *p, tether_lease *s, void *conn) {
+static void setup_slot(tether_pool *p, tether__slot *s, void *conn) {
     int64_t now = tether__pool_now(p);
     pthread_mutex_lock(&p->lock);
     double life = 0.85 + 0.15 * tether__rng_double(&p->rng);
@@ -635,7 +635,7 @@ static void setup_slot(tether_pool *p, tether_lease *s, void *conn) {
 }
 
 int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
-                                 tether_lease **out, tether_error *err) {
+                                 tether__slot **out, tether_error *err) {
     *out = NULL;
     tether_error scratch; /* the failure's class decides below */
     if (!err)
@@ -661,7 +661,7 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
                               err);
     pthread_mutex_lock(&p->lock);
     p->creating--;
-    tether_lease *s = rc == 0 ? claim_free_locked(p) : NULL;
+    tether__slot *s = rc == 0 ? claim_free_locked(p) : NULL;
     if (rc != 0)
         p->total--;
     if (!atomic_load(&p->closing))
@@ -711,11 +711,11 @@ static void unreserve(tether_pool *p) {
  * its thread used last if that is idle; another idle one only once it may
  * take any, or when nothing else is out (then nothing it would rather have
  * can come back). A connection it declines is left idle. */
-static tether_lease *head_look(tether_pool *p, const waiter *w) {
-    tether_lease *last = (tether_lease *)w->last;
+static tether__slot *head_look(tether_pool *p, const waiter *w) {
+    tether__slot *last = (tether__slot *)w->last;
     if (last && try_take(last))
         return last;
-    tether_lease *s = take_idle(p);
+    tether__slot *s = take_idle(p);
     if (!s || head_takes(p, w, s) || atomic_load(&p->closing) ||
         !others_out(p, s))
         return s;
@@ -733,7 +733,7 @@ static tether_lease *head_look(tether_pool *p, const waiter *w) {
  * its slot before it reads the mark, so either this look finds the slot
  * or that release wakes us when it leaves the last connection idle
  * (wake_unarmed_head). Returns 0 at the deadline. */
-static int sleep_turn(acq *a, waiter *w, tether_lease **s) {
+static int sleep_turn(acq *a, waiter *w, tether__slot **s) {
     tether_pool *p = a->p;
     int64_t until = a->deadline_ns;
     if (p->head == w && p->o.barge_limit_us > 0) {
@@ -752,7 +752,7 @@ static int sleep_turn(acq *a, waiter *w, tether_lease **s) {
 
 /* Wait in the queue until handed a slot, granted capacity, closed or the
  * deadline. Returns 1 with *got set, 0 to go round again, <0 on error. */
-static int wait_turn(acq *a, tether_lease **got) {
+static int wait_turn(acq *a, tether__slot **got) {
     tether_pool *p = a->p;
     waiter w;
     memset(&w, 0, sizeof(w));
@@ -768,7 +768,7 @@ static int wait_turn(acq *a, tether_lease **got) {
      * published its slot as idle without seeing us. The fence orders the
      * count's increment before the rescan's loads (see put_idle). */
     atomic_thread_fence(memory_order_seq_cst);
-    tether_lease *s = take_idle(p);
+    tether__slot *s = take_idle(p);
     pthread_mutex_lock(&p->lock);
     while (!s && !w.given && !w.wake && sleep_turn(a, &w, &s))
         ; /* the first waiter looks for an idle one before each sleep */
@@ -819,7 +819,7 @@ static int after_refusal(acq *a, int rc) {
     return 0;
 }
 
-static int slow_round(acq *a, tether_lease **got) {
+static int slow_round(acq *a, tether__slot **got) {
     tether_pool *p = a->p;
     grant_capacity_locked(p); /* earlier arrivals first */
     /* With the breaker blocking connects, create (and so fail fast with
@@ -852,14 +852,14 @@ static int timed_out(acq *a) {
         a->p->total, atomic_load(&a->p->waiters));
 }
 
-static int acquire_slow(acq *a, tether_lease **out) {
+static int acquire_slow(acq *a, tether__slot **out) {
     tether_pool *p = a->p;
     for (;;) {
         if (atomic_load(&p->closing))
             return tether_error_set(a->err, TETHER_ECLOSED,
                                     TETHER_CLASS_PERMANENT, "pool %s is closed",
                                     p->name);
-        tether_lease *s = take_idle(p);
+        tether__slot *s = take_idle(p);
         if (!s) {
             if (tether__mono_ns() >= a->deadline_ns)
                 return timed_out(a);
@@ -881,7 +881,7 @@ static int acquire_slow(acq *a, tether_lease **out) {
  * line, so that its frame (an error for when the caller passed none) is
  * not the fast path's. */
 __attribute__((noinline)) static int
-acquire_wait(tether_pool *p, int64_t timeout_ms, tether_lease **out,
+acquire_wait(tether_pool *p, int64_t timeout_ms, tether__slot **out,
              tether_error *err, const char *file, int line) {
     if (timeout_ms < -1)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
@@ -900,15 +900,16 @@ acquire_wait(tether_pool *p, int64_t timeout_ms, tether_lease **out,
     return rc;
 }
 
-TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
-                                       tether_lease **out, tether_error *err,
-                                       const char *file, int line) {
+/* tether__pool_take is tether_pool_acquire_at giving the slot itself. */
+TETHER__HOT int tether__pool_take(tether_pool *p, int64_t timeout_ms,
+                                  tether__slot **out, tether_error *err,
+                                  const char *file, int line) {
     *out = NULL;
     /* No closed check here: close bumps the generation, so checkout
      * discards whatever the fast path finds; the slow path reports it, and
      * a timeout below -1. */
     if (!head_overdue(p) && __builtin_expect(timeout_ms >= -1, 1)) {
-        tether_lease *s;
+        tether__slot *s;
         int64_t us = 0;
         while ((s = take_idle(p)) != NULL) {
             int rc = checkout(p, s, file, line, &us);
@@ -925,10 +926,19 @@ TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
     return acquire_wait(p, timeout_ms, out, err, file, line);
 }
 
+TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
+                                       tether_lease **out, tether_error *err,
+                                       const char *file, int line) {
+    tether__slot *s;
+    int rc = tether__pool_take(p, timeout_ms, &s, err, file, line);
+    *out = rc == 0 ? lease_token(s) : NULL;
+    return rc;
+}
+
 /* ---- release ------------------------------------------------------------- */
 
 TETHER__HOT static close_reason release_verdict(tether_pool *p,
-                                                tether_lease *s) {
+                                                tether__slot *s) {
     if (atomic_load_explicit(&p->closing, memory_order_relaxed))
         return CLOSE_SHUTDOWN;
     int rc = p->drv->reset(s->conn, p->reset_query, NULL);
@@ -943,8 +953,7 @@ TETHER__HOT static close_reason release_verdict(tether_pool *p,
     return CLOSE_NREASONS; /* keep it */
 }
 
-TETHER__HOT void tether_lease_release(tether_lease *s) {
-    tether_pool *p = s->pool;
+TETHER__HOT void tether__pool_give_back(tether_pool *p, tether__slot *s) {
     close_reason why = release_verdict(p, s);
     if (why != CLOSE_NREASONS) {
         tether__pool_discard(p, s, why);
@@ -957,16 +966,55 @@ TETHER__HOT void tether_lease_release(tether_lease *s) {
     tether__pool_put_idle(p, s);
 }
 
-void tether_lease_discard(tether_lease *s) {
-    tether__pool_discard(s->pool, s, CLOSE_DISCARDED);
+/* A release or discard of a lease that is not current: refused, counted,
+ * logged (the slot and its connection are left alone). */
+__attribute__((noinline)) static int stale_lease(const tether_lease *l,
+                                                 const char *what) {
+    tether_pool *p = lease_slot(l)->pool;
+    atomic_fetch_add(&p->stale_releases, 1);
+    tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_ERROR,
+                "pool %s: %s of a lease already released or discarded: "
+                "refused (the connection is not touched)",
+                p->name, what);
+    return TETHER_EINVAL;
 }
 
-TETHER__HOT void *tether_lease_handle(const tether_lease *s) {
-    return s->handle;
+TETHER__HOT int tether_lease_release(tether_lease *l) {
+    if (!l)
+        return TETHER_EINVAL;
+    tether__slot *s = lease_claim(l);
+    if (!s)
+        return stale_lease(l, "release");
+    tether__pool_give_back(s->pool, s);
+    return 0;
+}
+
+int tether_lease_discard(tether_lease *l) {
+    if (!l)
+        return TETHER_EINVAL;
+    tether__slot *s = lease_claim(l);
+    if (!s)
+        return stale_lease(l, "discard");
+    tether__pool_discard(s->pool, s, CLOSE_DISCARDED);
+    return 0;
+}
+
+/* The slot of a current lease l, else NULL. */
+static const tether__slot *lease_peek(const tether_lease *l) {
+    const tether__slot *s = l ? lease_slot(l) : NULL;
+    return s && lease_current(
+                    l, atomic_load_explicit(&s->state, memory_order_relaxed))
+               ? s
+               : NULL;
+}
+
+TETHER__HOT void *tether_lease_handle(const tether_lease *l) {
+    const tether__slot *s = lease_peek(l);
+    return s ? s->handle : NULL;
 }
 
 PGconn *tether_pq_conn(const tether_lease *l) {
-    return l ? l->handle : NULL;
+    return tether_lease_handle(l);
 }
 
 /* ---- clear and close ----------------------------------------------------- */
@@ -974,7 +1022,7 @@ PGconn *tether_pq_conn(const tether_lease *l) {
 /* Discard every idle connection that fails keep(p, s). */
 static void sweep_idle(tether_pool *p, close_reason why) {
     for (int i = 0; i < p->nslots; i++) {
-        tether_lease *s = &p->slots[i];
+        tether__slot *s = &p->slots[i];
         if (slot_cas(s, SLOT_IDLE, SLOT_RESERVED))
             tether__pool_discard(p, s, why);
     }

@@ -23,14 +23,20 @@ enum {
     SLOT_RESERVED  /* taken by housekeeping */
 };
 
-/* A slot's state word holds the state in its low bits and, above them,
- * the number of releases still inside tether__pool_put_idle after
- * publishing the slot: such a release still reads the pool, so
- * tether_pool_destroy waits for the count to fall to 0 (docs/pool.md). Only
- * the slot's owner changes the state bits of an owned slot; the count
- * changes under anyone's feet, so every change of state keeps it. */
-#define SLOT_MASK 7
-#define SLOT_INFLIGHT 8 /* one release in flight */
+/* A slot's state word holds the state in its low 3 bits; above them, up
+ * to bit 15, the number of releases still inside tether__pool_put_idle
+ * after publishing the slot: such a release still reads the pool, so
+ * tether_pool_destroy waits for the count to fall to 0 (docs/pool.md); in
+ * bits 16-31 the lease generation, which every release or discard of a
+ * lease the caller held moves on, so that a stale lease is refused
+ * (lease_claim). Only the slot's owner changes the state bits and the
+ * generation of an owned slot; the count changes under anyone's feet, so
+ * every change of state keeps it. */
+#define SLOT_MASK 7u
+#define SLOT_INFLIGHT 8u /* one release in flight */
+#define SLOT_INFLIGHT_MASK 0xfff8u
+#define SLOT_GEN_SHIFT 16
+#define SLOT_GEN_ONE (1u << SLOT_GEN_SHIFT)
 
 #define NOT_HELD INT64_MIN /* acquired_ms of a slot nobody holds */
 
@@ -47,14 +53,16 @@ typedef enum close_reason {
     CLOSE_NREASONS
 } close_reason;
 
-/* A slot is the lease handle: acquiring hands out a pointer to it, so the
- * fast path allocates nothing. One slot per possible connection, each on
- * its own cache lines. Fields other than state are written only by the
- * thread that owns the slot (state USED, RESERVED or CREATING); fields the
- * housekeeper reads while another thread holds the slot are atomics. */
-struct tether_lease {
+/* A slot holds one connection; a lease names a slot and its generation
+ * (lease_token), so the fast path allocates nothing. One slot per possible
+ * connection, each on its own cache lines. Fields other than state are written
+ * only by the thread that owns the slot (state USED, RESERVED or CREATING);
+ * fields the housekeeper reads while another thread holds the slot are atomics.
+ */
+typedef struct tether__slot tether__slot;
+struct tether__slot {
     /* Read or written by every acquire and release: the first line. */
-    _Atomic int state;
+    _Atomic unsigned state;
     uint32_t gen; /* pool generation at creation */
     tether_pool *pool;
     void *conn;
@@ -77,9 +85,9 @@ struct tether_lease {
 typedef struct waiter {
     pthread_cond_t cv;
     struct waiter *next, *prev;
-    tether_lease *given;      /* a connection handed over */
+    tether__slot *given;      /* a connection handed over */
     int wake;                 /* WAKE_* reason when not given a connection */
-    const tether_lease *last; /* the caller's last connection, or NULL */
+    const tether__slot *last; /* the caller's last connection, or NULL */
 } waiter;
 
 /* WAKE_AGAIN: look again (the breaker blocks new connections and none is
@@ -106,7 +114,7 @@ struct tether_pool {
 
     /* Read-mostly: configuration and handles. */
     _Alignas(64) int nslots;
-    tether_lease *slots;
+    tether__slot *slots;
     int64_t leak_threshold_ms; /* o.leak_threshold_ms */
     tether_pool_opts o;
     tether_breaker *breaker;
@@ -133,7 +141,7 @@ struct tether_pool {
 
     /* Counters (slow path only). */
     _Atomic uint64_t created, connect_failures, timeouts, queue_full,
-        breaker_rejections, leaks, retired_quick;
+        breaker_rejections, leaks, retired_quick, stale_releases;
     _Atomic uint64_t closed[CLOSE_NREASONS];
     _Atomic uint64_t hist[TETHER_HIST_BUCKETS];
     _Atomic uint64_t hist_sum_us;
@@ -147,14 +155,15 @@ _Static_assert(offsetof(struct tether_pool, nslots) == 64,
                "tether_pool: the fast path's fields must fit one line");
 
 /* slot_state returns s's state without the in-flight count. */
-static inline int slot_state(const tether_lease *s) {
-    return atomic_load_explicit(&s->state, memory_order_relaxed) & SLOT_MASK;
+static inline int slot_state(const tether__slot *s) {
+    return (int)(atomic_load_explicit(&s->state, memory_order_relaxed) &
+                 SLOT_MASK);
 }
 
 /* slot_cas moves s from state from to state to if it is in from, keeping
  * the in-flight count. Returns 1 when it moved (a full barrier). */
-static inline int slot_cas(tether_lease *s, int from, int to) {
-    int v = atomic_load_explicit(&s->state, memory_order_relaxed);
+static inline int slot_cas(tether__slot *s, unsigned from, unsigned to) {
+    unsigned v = atomic_load_explicit(&s->state, memory_order_relaxed);
     while ((v & SLOT_MASK) == from)
         if (atomic_compare_exchange_weak(&s->state, &v, (v & ~SLOT_MASK) | to))
             return 1;
@@ -163,9 +172,71 @@ static inline int slot_cas(tether_lease *s, int from, int to) {
 
 /* slot_set moves s, owned by the caller, to state to and adds inflight to
  * the in-flight count, in one atomic step (a full barrier). */
-static inline void slot_set(tether_lease *s, int to, int inflight) {
-    int v = atomic_load_explicit(&s->state, memory_order_relaxed);
+static inline void slot_set(tether__slot *s, unsigned to, unsigned inflight) {
+    unsigned v = atomic_load_explicit(&s->state, memory_order_relaxed);
     atomic_fetch_add(&s->state, to - (v & SLOT_MASK) + inflight);
+}
+
+/* A lease is a token, never dereferenced: where pointers leave their top
+ * 16 bits 0 (64-bit platforms' user space), the slot's address with a
+ * marker bit and 15 bits of its generation in the top 16 bits; elsewhere the
+ * plain address (no stale-lease check). */
+#define LEASE_TAG_SHIFT 48
+#define LEASE_TAG_MARK 0x8000u
+#define LEASE_TAG_GEN 0x7fffu
+
+/* lease_tag returns the tag of state word v. */
+static inline uintptr_t lease_tag(unsigned v) {
+    return (uintptr_t)(((v >> SLOT_GEN_SHIFT) & LEASE_TAG_GEN) |
+                       LEASE_TAG_MARK);
+}
+
+/* lease_token names s, owned by the caller, in its current generation. */
+static inline tether_lease *lease_token(tether__slot *s) {
+    uintptr_t a = (uintptr_t)s;
+#if UINTPTR_MAX > 0xffffffffu
+    if ((a >> LEASE_TAG_SHIFT) == 0)
+        a |= lease_tag(atomic_load_explicit(&s->state, memory_order_relaxed))
+             << LEASE_TAG_SHIFT;
+#endif
+    return (tether_lease *)a;
+}
+
+/* lease_slot returns the slot l names (whether l is stale or not). */
+static inline tether__slot *lease_slot(const tether_lease *l) {
+    uintptr_t a = (uintptr_t)l;
+#if UINTPTR_MAX > 0xffffffffu
+    if (a >> 63)
+        a &= ((uintptr_t)1 << LEASE_TAG_SHIFT) - 1;
+#endif
+    return (tether__slot *)a;
+}
+
+/* lease_current says whether l names its slot's current lease: the slot
+ * is in use and, for a tagged l, in l's generation. */
+static inline int lease_current(const tether_lease *l, unsigned v) {
+    if ((v & SLOT_MASK) != SLOT_USED)
+        return 0;
+#if UINTPTR_MAX > 0xffffffffu
+    uintptr_t a = (uintptr_t)l;
+    if (a >> 63)
+        return (a >> LEASE_TAG_SHIFT) == lease_tag(v);
+#endif
+    return 1;
+}
+
+/* lease_claim ends lease l, for a release or a discard: it moves its
+ * slot's generation on in one atomic step, so that of two releases of one
+ * lease, at once or one after the other, only the first gets the slot.
+ * Returns the slot, or NULL for a stale lease (the slot is not touched). */
+static inline tether__slot *lease_claim(const tether_lease *l) {
+    tether__slot *s = lease_slot(l);
+    unsigned v = atomic_load_explicit(&s->state, memory_order_relaxed);
+    do {
+        if (!lease_current(l, v))
+            return NULL;
+    } while (!atomic_compare_exchange_weak(&s->state, &v, v + SLOT_GEN_ONE));
+    return s;
 }
 
 /* What a connection string says of a pool (tether_pool_open, open.c):
@@ -198,7 +269,7 @@ static inline int64_t tether__pool_now(const tether_pool *p) {
 
 /* tether__pool_discard closes s's connection and frees the slot. The caller
  * owns s (USED, RESERVED or CREATING with a connection). */
-void tether__pool_discard(tether_pool *p, tether_lease *s, close_reason why);
+void tether__pool_discard(tether_pool *p, tether__slot *s, close_reason why);
 
 /* tether__pool_fatal reacts to a fatal server event seen on one of p's
  * connections (shutdown, failover, role change): every connection is
@@ -211,22 +282,30 @@ void tether__pool_fatal(tether_pool *p);
  * out; otherwise s is closed, as broken, or as cleared after a fatal
  * server event, which clears p too (tether__pool_fatal), and 0 is
  * returned. */
-int tether__pool_still_up(tether_pool *p, tether_lease *s, int probe);
+int tether__pool_still_up(tether_pool *p, tether__slot *s, int probe);
 
 /* tether__pool_retire_due says whether s, owned, is past its lifetime at
  * now and the spacing of retirements allows one now (it then books the
  * next retirement no sooner than retire_gap_ms later). */
-int tether__pool_retire_due(tether_pool *p, const tether_lease *s, int64_t now);
+int tether__pool_retire_due(tether_pool *p, const tether__slot *s, int64_t now);
+
+/* tether__pool_take is tether_pool_acquire_at giving the slot: for run(),
+ * which hands no lease out and so needs no generation. */
+int tether__pool_take(tether_pool *p, int64_t timeout_ms, tether__slot **out,
+                      tether_error *err, const char *file, int line);
+
+/* tether__pool_give_back is tether_lease_release of an owned slot. */
+void tether__pool_give_back(tether_pool *p, tether__slot *s);
 
 /* tether__pool_put_idle makes an owned, healthy slot available: handed to
  * the first waiter, or marked idle. */
-void tether__pool_put_idle(tether_pool *p, tether_lease *s);
+void tether__pool_put_idle(tether_pool *p, tether__slot *s);
 
 /* tether__pool_create_reserved creates a connection for a reservation
  * already counted in total and creating (released on failure). On success
  * the slot is returned in state USED. */
 int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
-                                 tether_lease **out, tether_error *err);
+                                 tether__slot **out, tether_error *err);
 
 /* tether__pool_fill starts background creations up to min_size. */
 void tether__pool_fill(tether_pool *p);

@@ -14,9 +14,8 @@ TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
                                 tether_error *err) {
     run_ctx *c = arg;
     tether_pool *p = c->p;
-    tether_lease *l = NULL;
-    int rc =
-        tether_pool_acquire_at(p, a->timeout_ms, &l, err, "tether_pool_run", 0);
+    tether__slot *l = NULL;
+    int rc = tether__pool_take(p, a->timeout_ms, &l, err, "tether_pool_run", 0);
     if (rc) {
         if (err)
             err->not_sent = 1; /* nothing reached the server */
@@ -24,7 +23,7 @@ TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
     }
     rc = c->fn(l->handle, c->arg, a, err);
     if (rc >= 0) {
-        tether_lease_release(l);
+        tether__pool_give_back(p, l);
         return 0;
     }
     if (err && err->cls == TETHER_CLASS_NONE)
@@ -42,7 +41,7 @@ TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
     if (rc == TETHER_EBROKEN)
         tether__pool_discard(p, l, CLOSE_BROKEN);
     else if (tether__pool_still_up(p, l, 1)) /* else closed, maybe cleared */
-        tether_lease_release(l);
+        tether__pool_give_back(p, l);
     return rc;
 }
 

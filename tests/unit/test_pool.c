@@ -486,7 +486,7 @@ static void test_head_polls_idle(void **state) {
     tether_lease_release(y);
     pthread_join(th, NULL);
     assert_served_in_time(wa.rc, wa.took_ms, 5000);
-    assert_ptr_equal(wa.got, y);
+    assert_ptr_equal(lease_slot(wa.got), lease_slot(y)); /* same conn */
     tether_lease_release(x);
     teardown(&f);
 }
@@ -559,7 +559,8 @@ static void check_head_prefers_last(int last_comes_back) {
         sleep_ms(1);
     assert_int_equal(a.rc, 0);
     tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
-    assert_ptr_equal(x, a.first); /* the idle one, then a new one */
+    /* the idle one, then a new one */
+    assert_ptr_equal(lease_slot(x), lease_slot(a.first));
     atomic_store(&a.phase, 2);
     /* Past its rescan, which takes any idle connection (a release that ran
      * before the waiter was queued must not be missed): only asleep does
@@ -580,9 +581,9 @@ static void check_head_prefers_last(int last_comes_back) {
     pthread_join(th, NULL);
     assert_served_in_time(a.rc, a.took_ms, 5000);
     if (last_comes_back) {
-        assert_ptr_equal(a.got, x);
+        assert_ptr_equal(lease_slot(a.got), lease_slot(x));
     } else {
-        assert_ptr_equal(a.got, y);
+        assert_ptr_equal(lease_slot(a.got), lease_slot(y));
         assert_true(a.aged_when_served); /* not before 2 x the limit */
         tether_lease_release(x);
     }
@@ -941,7 +942,8 @@ static void test_lifetime_spaced_and_never_in_use(void **state) {
      * not one factor for all (which would retire them together). */
     int64_t shortest = INT64_MAX, longest = 0;
     for (int i = 0; i < 8; i++) {
-        int64_t life = l[i]->expire_ms - l[i]->created_ms;
+        const tether__slot *s = lease_slot(l[i]);
+        int64_t life = s->expire_ms - s->created_ms;
         assert_in_range(life, 85000, 100000);
         shortest = TETHER__MIN(shortest, life);
         longest = TETHER__MAX(longest, life);
@@ -1009,6 +1011,92 @@ static void capture(void *ctx, tether_log_level level, const char *msg) {
         b->warns++;
     strncat(b->text, msg, sizeof(b->text) - strlen(b->text) - 2);
     strcat(b->text, "\n");
+}
+
+/* A stale release (after the connection went to another caller) is
+ * refused and never hands the connection to a second holder. */
+static void test_stale_release_refused(void **state) {
+    (void)state;
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    virtual_opts(&f, 1000, &so, &po);
+    po.max_size = 1;
+    logbuf lb = {0};
+    po.log = capture;
+    po.log_ctx = &lb;
+    setup_with(&f, &so, &po);
+    tether_lease *a = must_acquire(f.pool);
+    void *h = tether_lease_handle(a);
+    assert_int_equal(tether_lease_release(a), 0);
+    assert_null(tether_lease_handle(a)); /* no longer held */
+    tether_lease *b = must_acquire(f.pool);
+    assert_ptr_equal(tether_lease_handle(b), h); /* the same connection */
+    assert_int_equal(tether_lease_release(a), TETHER_EINVAL);
+    assert_int_equal(tether_lease_discard(a), TETHER_EINVAL);
+    assert_non_null(strstr(lb.text, "already released"));
+    tether_lease *c = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 0, &c, NULL),
+                     TETHER_ETIMEDOUT); /* b still holds it */
+    assert_null(c);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.stale_releases, 2);
+    assert_int_equal(m.in_use, 1);
+    assert_ptr_equal(tether_lease_handle(b), h);
+    assert_int_equal(tether_lease_discard(b), 0);
+    assert_int_equal(tether_lease_release(b), TETHER_EINVAL);
+    assert_int_equal(tether_lease_release(NULL), TETHER_EINVAL);
+    assert_null(tether_lease_handle(NULL));
+    c = must_acquire(f.pool); /* a new connection after the discard */
+    assert_int_equal(tether_lease_release(c), 0);
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.closed_discarded, 1);
+    assert_int_equal(m.stale_releases, 3);
+    teardown(&f);
+}
+
+/* Two threads releasing one lease at once: exactly one wins, every time. */
+typedef struct racer {
+    tether_lease *_Atomic lease;
+    _Atomic int go, done, wins;
+} racer;
+
+static void *racer_main(void *arg) {
+    racer *r = arg;
+    for (int round = 1; round <= 2000; round++) {
+        while (atomic_load(&r->go) < round)
+            sched_yield();
+        if (tether_lease_release(atomic_load(&r->lease)) == 0)
+            atomic_fetch_add(&r->wins, 1);
+        atomic_fetch_add(&r->done, 1);
+    }
+    return NULL;
+}
+
+static void test_concurrent_double_release(void **state) {
+    (void)state;
+    fixture f;
+    setup_real(&f, 1, 1000);
+    racer r = {0};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, racer_main, &r);
+    for (int round = 1; round <= 2000; round++) {
+        atomic_store(&r.lease, must_acquire(f.pool));
+        atomic_store(&r.go, round);
+        while (atomic_load(&r.done) < 2 * round)
+            sched_yield();
+        assert_int_equal(atomic_load(&r.wins), round);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.stale_releases, 2000);
+    assert_int_equal(m.in_use, 0);
+    assert_int_equal(m.total, 1);
+    teardown(&f);
 }
 
 static void test_leak_report_once_with_place(void **state) {
@@ -1111,7 +1199,7 @@ static void test_blocking_period_waits_for_release(void **state) {
     tether_lease_release(y);
     pthread_join(th, NULL);
     assert_served_in_time(wa.rc, wa.took_ms, 5000);
-    assert_ptr_equal(wa.got, y);
+    assert_ptr_equal(lease_slot(wa.got), lease_slot(y)); /* same conn */
     /* A waiter while only x is out: x is discarded, nothing is left to
      * wait for, and the waiter fails fast with the breaker's error. */
     y = must_acquire(f.pool);
@@ -1153,7 +1241,7 @@ static void test_throttled_connect_waits_for_release(void **state) {
     tether_lease_release(x);
     pthread_join(th, NULL);
     assert_served_in_time(wa.rc, wa.took_ms, 5000);
-    assert_ptr_equal(wa.got, x);
+    assert_ptr_equal(lease_slot(wa.got), lease_slot(x)); /* same conn */
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
@@ -1897,6 +1985,8 @@ int main(void) {
         cmocka_unit_test(test_duration_ranges),
         cmocka_unit_test(test_reuse_and_metrics),
         cmocka_unit_test(test_max_size_and_two_holders),
+        cmocka_unit_test(test_stale_release_refused),
+        cmocka_unit_test(test_concurrent_double_release),
         cmocka_unit_test(test_timeout_accuracy),
         cmocka_unit_test(test_fifo_strict),
         cmocka_unit_test(test_fifo_barging),
