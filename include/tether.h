@@ -953,7 +953,9 @@ typedef struct tether_pool tether_pool;
  * tether_pool_metrics.stale_releases) and never touches the connection,
  * even when another caller holds it now. The check needs 64-bit pointers
  * whose top 16 bits are 0 (user space on x86-64 and arm64); it tells turns
- * apart modulo 32768. A lease of a destroyed pool is not caught. */
+ * apart modulo 32768. Not caught: a lease of a destroyed pool, and two
+ * releases of one lease racing on two threads at the same instant (the
+ * lease was then in use on both, which it must never be). */
 typedef struct tether_lease tether_lease;
 
 /* tether_pool_create makes a pool and starts warming it up to min_size in

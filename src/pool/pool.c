@@ -347,7 +347,7 @@ static inline int head_overdue(tether_pool *p) {
 /* Take slot s if it is idle (a plain load first: no write to a busy
  * slot's line). Returns 1 when it is now this caller's. */
 TETHER__HOT static inline int try_take(tether__slot *s) {
-    return slot_cas(s, SLOT_IDLE, SLOT_USED);
+    return slot_take(s, SLOT_IDLE);
 }
 
 TETHER__HOT static tether__slot *take_idle(tether_pool *p) {
@@ -499,6 +499,7 @@ static int handoff(tether_pool *p, tether__slot *s) {
     int rc = w ? (head_takes(p, w, s) ? 1 : -1) : 0;
     if (rc > 0) {
         queue_remove(p, w, !housekept(p));
+        atomic_fetch_add(&s->state, SLOT_GEN_ONE); /* a new holder */
         w->given = s;
         pthread_cond_signal(&w->cv);
     }
@@ -550,7 +551,7 @@ TETHER__HOT static void after_publish(tether_pool *p, tether__slot *s, int h) {
             return;
         if (h != 0 || !head_overdue(p))
             break;
-        if (!slot_cas(s, SLOT_IDLE, SLOT_USED))
+        if (!slot_take(s, SLOT_IDLE))
             return; /* someone took it */
         if ((h = handoff(p, s)) > 0)
             return;
@@ -673,7 +674,7 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
             atomic_fetch_add(&p->connect_failures, 1);
         return rc;
     }
-    slot_set(s, SLOT_USED, 0);
+    slot_take(s, SLOT_CREATING);
     setup_slot(p, s, conn);
     atomic_fetch_add(&p->created, 1);
     *out = s;
@@ -982,7 +983,7 @@ __attribute__((noinline)) static int stale_lease(const tether_lease *l,
 TETHER__HOT int tether_lease_release(tether_lease *l) {
     if (!l)
         return TETHER_EINVAL;
-    tether__slot *s = lease_claim(l);
+    tether__slot *s = lease_held(l);
     if (!s)
         return stale_lease(l, "release");
     tether__pool_give_back(s->pool, s);
@@ -992,7 +993,7 @@ TETHER__HOT int tether_lease_release(tether_lease *l) {
 int tether_lease_discard(tether_lease *l) {
     if (!l)
         return TETHER_EINVAL;
-    tether__slot *s = lease_claim(l);
+    tether__slot *s = lease_held(l);
     if (!s)
         return stale_lease(l, "discard");
     tether__pool_discard(s->pool, s, CLOSE_DISCARDED);

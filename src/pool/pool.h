@@ -27,11 +27,10 @@ enum {
  * to bit 15, the number of releases still inside tether__pool_put_idle
  * after publishing the slot: such a release still reads the pool, so
  * tether_pool_destroy waits for the count to fall to 0 (docs/pool.md); in
- * bits 16-31 the lease generation, which every release or discard of a
- * lease the caller held moves on, so that a stale lease is refused
- * (lease_claim). Only the slot's owner changes the state bits and the
- * generation of an owned slot; the count changes under anyone's feet, so
- * every change of state keeps it. */
+ * bits 16-31 the lease generation, which moves on whenever the slot
+ * passes to a new holder, so that a stale lease is refused (lease_held). Only
+ * the slot's owner changes the state bits and the generation of an owned slot;
+ * the count changes under anyone's feet, so every change of state keeps it. */
 #define SLOT_MASK 7u
 #define SLOT_INFLIGHT 8u /* one release in flight */
 #define SLOT_INFLIGHT_MASK 0xfff8u
@@ -170,6 +169,17 @@ static inline int slot_cas(tether__slot *s, unsigned from, unsigned to) {
     return 0;
 }
 
+/* slot_take moves s from from to SLOT_USED for a new holder, moving its
+ * lease generation on in the same step. Returns 1 when it moved. */
+static inline int slot_take(tether__slot *s, unsigned from) {
+    unsigned v = atomic_load_explicit(&s->state, memory_order_relaxed);
+    while ((v & SLOT_MASK) == from)
+        if (atomic_compare_exchange_weak(
+                &s->state, &v, (v & ~SLOT_MASK) + SLOT_GEN_ONE + SLOT_USED))
+            return 1;
+    return 0;
+}
+
 /* slot_set moves s, owned by the caller, to state to and adds inflight to
  * the in-flight count, in one atomic step (a full barrier). */
 static inline void slot_set(tether__slot *s, unsigned to, unsigned inflight) {
@@ -225,18 +235,14 @@ static inline int lease_current(const tether_lease *l, unsigned v) {
     return 1;
 }
 
-/* lease_claim ends lease l, for a release or a discard: it moves its
- * slot's generation on in one atomic step, so that of two releases of one
- * lease, at once or one after the other, only the first gets the slot.
- * Returns the slot, or NULL for a stale lease (the slot is not touched). */
-static inline tether__slot *lease_claim(const tether_lease *l) {
+/* lease_held returns the slot of l when l names its current lease, else
+ * NULL (a stale lease: released or discarded already). A plain load: the
+ * generation moves on when a slot passes to a new holder, in the step that
+ * takes it (slot_take), so the release path pays no atomic step for it. */
+static inline tether__slot *lease_held(const tether_lease *l) {
     tether__slot *s = lease_slot(l);
     unsigned v = atomic_load_explicit(&s->state, memory_order_relaxed);
-    do {
-        if (!lease_current(l, v))
-            return NULL;
-    } while (!atomic_compare_exchange_weak(&s->state, &v, v + SLOT_GEN_ONE));
-    return s;
+    return lease_current(l, v) ? s : NULL;
 }
 
 /* What a connection string says of a pool (tether_pool_open, open.c):

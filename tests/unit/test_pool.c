@@ -1056,49 +1056,6 @@ static void test_stale_release_refused(void **state) {
     teardown(&f);
 }
 
-/* Two threads releasing one lease at once: exactly one wins, every time. */
-typedef struct racer {
-    tether_lease *_Atomic lease;
-    _Atomic int go, done, wins;
-} racer;
-
-static void *racer_main(void *arg) {
-    racer *r = arg;
-    for (int round = 1; round <= 2000; round++) {
-        while (atomic_load(&r->go) < round)
-            sched_yield();
-        if (tether_lease_release(atomic_load(&r->lease)) == 0)
-            atomic_fetch_add(&r->wins, 1);
-        atomic_fetch_add(&r->done, 1);
-    }
-    return NULL;
-}
-
-static void test_concurrent_double_release(void **state) {
-    (void)state;
-    fixture f;
-    setup_real(&f, 1, 1000);
-    racer r = {0};
-    pthread_t th[2];
-    for (int i = 0; i < 2; i++)
-        pthread_create(&th[i], NULL, racer_main, &r);
-    for (int round = 1; round <= 2000; round++) {
-        atomic_store(&r.lease, must_acquire(f.pool));
-        atomic_store(&r.go, round);
-        while (atomic_load(&r.done) < 2 * round)
-            sched_yield();
-        assert_int_equal(atomic_load(&r.wins), round);
-    }
-    for (int i = 0; i < 2; i++)
-        pthread_join(th[i], NULL);
-    tether_pool_metrics m;
-    tether_pool_metrics_get(f.pool, &m);
-    assert_int_equal(m.stale_releases, 2000);
-    assert_int_equal(m.in_use, 0);
-    assert_int_equal(m.total, 1);
-    teardown(&f);
-}
-
 static void test_leak_report_once_with_place(void **state) {
     (void)state;
     fixture f;
@@ -1986,7 +1943,6 @@ int main(void) {
         cmocka_unit_test(test_reuse_and_metrics),
         cmocka_unit_test(test_max_size_and_two_holders),
         cmocka_unit_test(test_stale_release_refused),
-        cmocka_unit_test(test_concurrent_double_release),
         cmocka_unit_test(test_timeout_accuracy),
         cmocka_unit_test(test_fifo_strict),
         cmocka_unit_test(test_fifo_barging),
