@@ -901,10 +901,11 @@ acquire_wait(tether_pool *p, int64_t timeout_ms, tether__slot **out,
     return rc;
 }
 
-/* tether__pool_take is tether_pool_acquire_at giving the slot itself. */
-TETHER__HOT int tether__pool_take(tether_pool *p, int64_t timeout_ms,
-                                  tether__slot **out, tether_error *err,
-                                  const char *file, int line) {
+/* take is tether_pool_acquire_at giving the slot itself; inlined in both
+ * callers, so that neither pays a call more than before. */
+TETHER__HOT static inline __attribute__((always_inline)) int
+take(tether_pool *p, int64_t timeout_ms, tether__slot **out, tether_error *err,
+     const char *file, int line) {
     *out = NULL;
     /* No closed check here: close bumps the generation, so checkout
      * discards whatever the fast path finds; the slow path reports it, and
@@ -927,11 +928,17 @@ TETHER__HOT int tether__pool_take(tether_pool *p, int64_t timeout_ms,
     return acquire_wait(p, timeout_ms, out, err, file, line);
 }
 
+TETHER__HOT int tether__pool_take(tether_pool *p, int64_t timeout_ms,
+                                  tether__slot **out, tether_error *err,
+                                  const char *file, int line) {
+    return take(p, timeout_ms, out, err, file, line);
+}
+
 TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
                                        tether_lease **out, tether_error *err,
                                        const char *file, int line) {
     tether__slot *s;
-    int rc = tether__pool_take(p, timeout_ms, &s, err, file, line);
+    int rc = take(p, timeout_ms, &s, err, file, line);
     *out = rc == 0 ? lease_token(s) : NULL;
     return rc;
 }
@@ -954,7 +961,9 @@ TETHER__HOT static close_reason release_verdict(tether_pool *p,
     return CLOSE_NREASONS; /* keep it */
 }
 
-TETHER__HOT void tether__pool_give_back(tether_pool *p, tether__slot *s) {
+/* give_back is tether_lease_release of an owned slot (inlined, as take). */
+TETHER__HOT static inline __attribute__((always_inline)) void
+give_back(tether_pool *p, tether__slot *s) {
     close_reason why = release_verdict(p, s);
     if (why != CLOSE_NREASONS) {
         tether__pool_discard(p, s, why);
@@ -965,6 +974,10 @@ TETHER__HOT void tether__pool_give_back(tether_pool *p, tether__slot *s) {
         atomic_store_explicit(&s->acquired_ms, NOT_HELD, memory_order_relaxed);
     remember(p, s);
     tether__pool_put_idle(p, s);
+}
+
+TETHER__HOT void tether__pool_give_back(tether_pool *p, tether__slot *s) {
+    give_back(p, s);
 }
 
 /* A release or discard of a lease that is not current: refused, counted,
@@ -986,7 +999,7 @@ TETHER__HOT int tether_lease_release(tether_lease *l) {
     tether__slot *s = lease_held(l);
     if (!s)
         return stale_lease(l, "release");
-    tether__pool_give_back(s->pool, s);
+    give_back(s->pool, s);
     return 0;
 }
 
