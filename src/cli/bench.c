@@ -43,7 +43,8 @@ static void cycle_sampled(worker *w, uint64_t i) {
     }
     if (t0)
         lat_hist_add(&w->waits, (uint64_t)(now_ns() - t0));
-    tether_lease_release(l);
+    if (tether_lease_release(l) != 0) /* refused: a pool bug */
+        w->errors++;
     w->ops++;
 }
 
@@ -63,7 +64,7 @@ static void *worker_main(void *arg) {
             errors++;
             continue;
         }
-        tether_lease_release(l);
+        errors += tether_lease_release(l) != 0; /* refused: a pool bug */
         ops++;
     }
     w->ops = ops;

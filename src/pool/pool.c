@@ -499,7 +499,8 @@ static int handoff(tether_pool *p, tether__slot *s) {
     int rc = w ? (head_takes(p, w, s) ? 1 : -1) : 0;
     if (rc > 0) {
         queue_remove(p, w, !housekept(p));
-        atomic_fetch_add(&s->state, SLOT_GEN_ONE); /* a new holder */
+        slot_set(s, SLOT_USED, SLOT_GEN_ONE); /* a new holder, maybe from
+                                                 housekeeping (RESERVED) */
         w->given = s;
         pthread_cond_signal(&w->cv);
     }

@@ -181,7 +181,8 @@ static inline int slot_take(tether__slot *s, unsigned from) {
 }
 
 /* slot_set moves s, owned by the caller, to state to and adds inflight to
- * the in-flight count, in one atomic step (a full barrier). */
+ * the in-flight count (or SLOT_GEN_ONE to the generation), in one atomic
+ * step (a full barrier). */
 static inline void slot_set(tether__slot *s, unsigned to, unsigned inflight) {
     unsigned v = atomic_load_explicit(&s->state, memory_order_relaxed);
     atomic_fetch_add(&s->state, to - (v & SLOT_MASK) + inflight);

@@ -327,6 +327,7 @@ typedef struct waiter_arg {
     int rc;
     tether_lease *got; /* the lease it was served (released at once) */
     double took_ms;    /* in its acquire */
+    int release_rc;    /* of that release */
 } waiter_arg;
 
 /* Whether a waiter was served by the pool's hand-over, wake-up, poll or
@@ -350,7 +351,7 @@ static void *waiter_main(void *arg) {
     if (w->rc == 0) {
         int k = atomic_fetch_add(w->served, 1);
         w->order[k] = w->id;
-        tether_lease_release(l);
+        w->release_rc = tether_lease_release(l);
     }
     return NULL;
 }
@@ -380,7 +381,8 @@ static void queue_waiters(waiters *q, tether_pool *p, int n) {
     q->n = n;
     atomic_store(&q->served, 0);
     for (int i = 0; i < n; i++) {
-        q->wa[i] = (waiter_arg){p, i, q->order, &q->served, 5000, -1, NULL, 0};
+        q->wa[i] =
+            (waiter_arg){p, i, q->order, &q->served, 5000, -1, NULL, 0, 0};
         pthread_create(&q->th[i], NULL, waiter_main, &q->wa[i]);
         wait_for_waiters(p, i + 1); /* arrival order is i */
     }
@@ -390,9 +392,11 @@ static void join_waiters(waiters *q) {
     for (int i = 0; i < q->n; i++)
         pthread_join(q->th[i], NULL);
     assert_int_equal(atomic_load(&q->served), q->n);
-    for (int i = 0; i < q->n; i++)
+    for (int i = 0; i < q->n; i++) {
         assert_served_in_time(q->wa[i].rc, q->wa[i].took_ms,
                               q->wa[i].timeout_ms);
+        assert_int_equal(q->wa[i].release_rc, 0);
+    }
 }
 
 /* Waiters queue in arrival order and are served in that order, in strict
@@ -479,7 +483,7 @@ static void test_head_polls_idle(void **state) {
     setup_with(&f, &so, &po);
     tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
     _Atomic int order[1], served = 0;
-    waiter_arg wa = {f.pool, 0, order, &served, 5000, -1, NULL, 0};
+    waiter_arg wa = {f.pool, 0, order, &served, 5000, -1, NULL, 0, 0};
     pthread_t th;
     pthread_create(&th, NULL, waiter_main, &wa);
     wait_head_asleep(f.pool); /* it has looked: nothing idle yet */
@@ -650,7 +654,7 @@ static void test_queue_full(void **state) {
     waiter_arg wa[2];
     _Atomic int order[2], served = 0;
     for (int i = 0; i < 2; i++) {
-        wa[i] = (waiter_arg){f.pool, i, order, &served, 5000, -1, NULL, 0};
+        wa[i] = (waiter_arg){f.pool, i, order, &served, 5000, -1, NULL, 0, 0};
         pthread_create(&th[i], NULL, waiter_main, &wa[i]);
     }
     wait_for_waiters(f.pool, 2);
@@ -1056,6 +1060,27 @@ static void test_stale_release_refused(void **state) {
     teardown(&f);
 }
 
+/* Housekeeping takes an idle connection (RESERVED) and, done with it,
+ * hands it to the first waiter: that waiter holds a lease it can release. */
+static void test_housekept_handoff_release(void **state) {
+    (void)state;
+    fixture f;
+    setup_real(&f, 1, 0);
+    tether_lease *a = must_acquire(f.pool);
+    tether__slot *s = lease_slot(a);
+    assert_int_equal(tether_lease_release(a), 0);
+    assert_true(slot_cas(s, SLOT_IDLE, SLOT_RESERVED)); /* as a pass does */
+    waiters q;
+    queue_waiters(&q, f.pool, 1);
+    tether__pool_put_idle(f.pool, s); /* the pass is done with it */
+    join_waiters(&q);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.stale_releases, 0);
+    assert_int_equal(m.in_use, 0);
+    teardown(&f);
+}
+
 static void test_leak_report_once_with_place(void **state) {
     (void)state;
     fixture f;
@@ -1149,7 +1174,7 @@ static void test_blocking_period_waits_for_release(void **state) {
     assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
                      TETHER_ECONNECT); /* its own connect failed: opens */
     _Atomic int order[2], served = 0;
-    waiter_arg wa = {f.pool, 0, order, &served, 5000, -1, NULL, 0};
+    waiter_arg wa = {f.pool, 0, order, &served, 5000, -1, NULL, 0, 0};
     pthread_t th;
     pthread_create(&th, NULL, waiter_main, &wa);
     wait_for_waiters(f.pool, 1); /* waiting, not failed with EOPEN */
@@ -1161,7 +1186,7 @@ static void test_blocking_period_waits_for_release(void **state) {
      * wait for, and the waiter fails fast with the breaker's error. */
     y = must_acquire(f.pool);
     tether_lease_discard(y);
-    waiter_arg wb = {f.pool, 1, order, &served, 5000, -1, NULL, 0};
+    waiter_arg wb = {f.pool, 1, order, &served, 5000, -1, NULL, 0, 0};
     pthread_create(&th, NULL, waiter_main, &wb);
     wait_for_waiters(f.pool, 1);
     tether_lease_discard(x);
@@ -1191,7 +1216,7 @@ static void test_throttled_connect_waits_for_release(void **state) {
     setup_with(&f, &so, &po);
     tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
     _Atomic int order[1], served = 0;
-    waiter_arg wa = {f.pool, 0, order, &served, 5000, -1, NULL, 0};
+    waiter_arg wa = {f.pool, 0, order, &served, 5000, -1, NULL, 0, 0};
     pthread_t th;
     pthread_create(&th, NULL, waiter_main, &wa);
     wait_for_waiters(f.pool, 1);
@@ -1515,7 +1540,7 @@ static void test_close_wakes_waiters(void **state) {
     tether_lease *held = must_acquire(f.pool);
     pthread_t th;
     _Atomic int order[1], served = 0;
-    waiter_arg wa = {f.pool, 0, order, &served, 10000, 0, NULL, 0};
+    waiter_arg wa = {f.pool, 0, order, &served, 10000, 0, NULL, 0, 0};
     pthread_create(&th, NULL, waiter_main, &wa);
     wait_for_waiters(f.pool, 1);
     int64_t t0 = now_ms();
@@ -1881,10 +1906,12 @@ static void *stress_main(void *arg) {
         atomic_store(&owner_of[id], 0);
         if (rc) {
             s->broken++;
-            tether_lease_discard(l);
+            if (tether_lease_discard(l) != 0)
+                fail_msg("the discard of a lease held was refused");
         } else {
             s->ok++;
-            tether_lease_release(l);
+            if (tether_lease_release(l) != 0)
+                fail_msg("the release of a lease held was refused");
         }
     }
     return NULL;
@@ -1904,6 +1931,8 @@ static void test_stress_no_double_lease(void **state) {
     po.max_size = STRESS_POOL;
     po.use_breaker = 0; /* refusals must not block everything */
     po.validate_idle_ms = 0;
+    po.keepalive_ms = 1; /* housekeeping takes idle connections and hands
+                            them to waiters */
     setup_with(&f, &so, &po);
     pthread_t th[STRESS_THREADS];
     stress_arg sa[STRESS_THREADS];
@@ -1943,6 +1972,7 @@ int main(void) {
         cmocka_unit_test(test_reuse_and_metrics),
         cmocka_unit_test(test_max_size_and_two_holders),
         cmocka_unit_test(test_stale_release_refused),
+        cmocka_unit_test(test_housekept_handoff_release),
         cmocka_unit_test(test_timeout_accuracy),
         cmocka_unit_test(test_fifo_strict),
         cmocka_unit_test(test_fifo_barging),
