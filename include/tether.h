@@ -193,6 +193,34 @@ TETHER_API void tether_set_log(tether_log_fn fn, void *ctx,
                                tether_log_level min_level);
 
 /* ------------------------------------------------------------------------ */
+/* Memory                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* An allocator: every allocation the library makes (not libpq's, nor the C
+ * library's own, such as a thread's stack) goes through these three
+ * functions, each given ctx. malloc_fn and realloc_fn return NULL when out
+ * of memory (the library then fails the call with TETHER_ENOMEM or, in a
+ * background thread, logs and tries again later); they are never asked for
+ * 0 bytes. realloc_fn and free_fn only ever get blocks from malloc_fn or
+ * realloc_fn; free_fn never gets NULL. All three must be thread-safe: the
+ * library allocates from its background threads too. */
+typedef struct tether_allocator {
+    void *(*malloc_fn)(void *ctx, size_t size);
+    void *(*realloc_fn)(void *ctx, void *ptr, size_t size);
+    void (*free_fn)(void *ctx, void *ptr);
+    void *ctx;
+} tether_allocator;
+
+/* tether_set_allocator makes a (copied) the allocator of every later
+ * allocation; NULL restores the C library's malloc, realloc and free.
+ * Returns 0, or TETHER_EINVAL when a function is missing (the allocator in
+ * place is kept). Not thread-safe: call it before any other tether call,
+ * while no tether object exists and no other thread is inside tether (a
+ * block is freed by the allocator in place at the time, so it must be
+ * one that can free what the previous one allocated). */
+TETHER_API int tether_set_allocator(const tether_allocator *a);
+
+/* ------------------------------------------------------------------------ */
 /* Clocks                                                                   */
 /* ------------------------------------------------------------------------ */
 

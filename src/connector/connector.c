@@ -55,7 +55,7 @@ int tether_connector_create(tether_connector **out,
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "connector: conninfo is required");
     o = &full;
-    tether_connector *c = calloc(1, sizeof(*c));
+    tether_connector *c = tether__calloc(1, sizeof(*c));
     if (!c)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
@@ -64,7 +64,8 @@ int tether_connector_create(tether_connector **out,
     rc = tether__conncfg_parse(o->conninfo, &c->cfg, err);
     if (rc == 0)
         rc = make_driver_ctx(c, err);
-    if (rc == 0 && !(c->cache = calloc((size_t)c->cfg.neps, sizeof(*c->cache))))
+    if (rc == 0 &&
+        !(c->cache = tether__calloc((size_t)c->cfg.neps, sizeof(*c->cache))))
         rc = tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT, NULL);
     if (rc) {
         tether_connector_destroy(c);
@@ -83,9 +84,9 @@ void tether_connector_destroy(tether_connector *c) {
         c->dctx_free(c->dctx);
     if (c->cache)
         pthread_mutex_destroy(&c->lock);
-    free(c->cache);
+    tether__free(c->cache);
     tether__conncfg_free(&c->cfg);
-    free(c);
+    tether__free(c);
 }
 
 void tether_connector_invalidate(tether_connector *c) {
@@ -398,9 +399,10 @@ static int provision(run *r) {
     if (rc == 0)
         rc = tether__conncfg_set_hosts(&c->cfg, buf, &e);
     if (rc == 0) {
-        tether__hoststate *nc = calloc((size_t)c->cfg.neps, sizeof(*nc));
+        tether__hoststate *nc =
+            tether__calloc((size_t)c->cfg.neps, sizeof(*nc));
         if (nc) {
-            free(c->cache);
+            tether__free(c->cache);
             c->cache = nc;
         }
         rc = nc ? 0 : TETHER_ENOMEM;
@@ -506,7 +508,7 @@ int tether_connector_connect(tether_connector *c, void **handle,
     int rc = tether__connector_open(c, -1, &conn, err);
     if (rc)
         return rc;
-    handle_rec *h = malloc(sizeof(*h));
+    handle_rec *h = tether__malloc(sizeof(*h));
     if (!h) {
         c->drv->close(conn);
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
@@ -536,5 +538,5 @@ void tether_connector_close(tether_connector *c, void *handle) {
     pthread_mutex_unlock(&handles_lock);
     if (h)
         c->drv->close(h->conn);
-    free(h);
+    tether__free(h);
 }

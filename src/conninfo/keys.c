@@ -64,18 +64,18 @@ static void load_libpq(void) {
     int n = 0;
     for (PQconninfoOption *o = opts; o && o->keyword; o++)
         n++;
-    char **kw = calloc((size_t)n + 1, sizeof(*kw));
-    char *sec = calloc((size_t)n + 1, 1);
+    char **kw = tether__calloc((size_t)n + 1, sizeof(*kw));
+    char *sec = tether__calloc((size_t)n + 1, 1);
     for (int i = 0; kw && sec && i < n; i++) {
-        kw[i] = strdup(opts[i].keyword);
+        kw[i] = tether__strdup(opts[i].keyword);
         sec[i] = opts[i].dispchar && opts[i].dispchar[0] == '*';
         if (!kw[i])
             n = i; /* out of memory: keep what was copied */
     }
     PQconninfoFree(opts);
     if (!kw || !sec) {
-        free(kw);
-        free(sec);
+        tether__free(kw);
+        tether__free(sec);
         return; /* no list: only tether's keywords are known */
     }
     libpq_kw = kw;
@@ -184,11 +184,11 @@ static int set_enum(const tether__keydef *d, void *field, const char *v,
 }
 
 static int set_str(void *field, const char *v, tether_error *err) {
-    char *s = strdup(v);
+    char *s = tether__strdup(v);
     if (!s)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "out of memory");
-    free(*(char **)field);
+    tether__free(*(char **)field);
     *(char **)field = s;
     return 0;
 }

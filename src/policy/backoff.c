@@ -213,7 +213,7 @@ int tether_backoff_create(tether_backoff **out, const tether_backoff_opts *o,
     if (rc)
         return rc;
     o = &full;
-    tether_backoff *b = malloc(sizeof(*b));
+    tether_backoff *b = tether__malloc(sizeof(*b));
     if (!b)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
@@ -224,7 +224,7 @@ int tether_backoff_create(tether_backoff **out, const tether_backoff_opts *o,
 }
 
 void tether_backoff_destroy(tether_backoff *b) {
-    free(b);
+    tether__free(b);
 }
 
 int tether_backoff_next(tether_backoff *b, tether_class cause,

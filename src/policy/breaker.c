@@ -178,9 +178,9 @@ int tether_breaker_create(tether_breaker **out, const tether_breaker_opts *o,
         rc = validate_open(o, err);
     if (rc)
         return rc;
-    tether_breaker *b = calloc(1, sizeof(*b));
+    tether_breaker *b = tether__calloc(1, sizeof(*b));
     if (!b || pthread_mutex_init(&b->lock, NULL) != 0) {
-        free(b);
+        tether__free(b);
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "breaker: out of memory");
     }
@@ -196,8 +196,8 @@ void tether_breaker_destroy(tether_breaker *b) {
     if (!b)
         return;
     pthread_mutex_destroy(&b->lock);
-    free(b->q);
-    free(b);
+    tether__free(b->q);
+    tether__free(b);
 }
 
 /* ---- state changes and their callbacks -------------------------------- */
@@ -211,7 +211,7 @@ static void enqueue(tether_breaker *b, transition t) {
     }
     if (b->qlen == b->qcap) {
         int cap = b->qcap ? b->qcap * 2 : 8;
-        transition *q = realloc(b->q, (size_t)cap * sizeof(*q));
+        transition *q = tether__realloc(b->q, (size_t)cap * sizeof(*q));
         if (!q)
             return; /* out of memory: this callback is lost */
         b->q = q;

@@ -69,7 +69,7 @@ int tether_budget_create(tether_budget **out, const tether_budget_opts *o,
     rc = validate(o, err);
     if (rc)
         return rc;
-    tether_budget *b = calloc(1, sizeof(*b));
+    tether_budget *b = tether__calloc(1, sizeof(*b));
     if (!b)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "budget: out of memory");
@@ -80,7 +80,7 @@ int tether_budget_create(tether_budget **out, const tether_budget_opts *o,
 }
 
 void tether_budget_destroy(tether_budget *b) {
-    free(b);
+    tether__free(b);
 }
 
 /* The token count guards no other data, so relaxed ordering is enough: the

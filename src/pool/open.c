@@ -87,8 +87,8 @@ int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
 }
 
 void tether__pool_keys_free(pool_keys *k) {
-    free(k->reset_query);
-    free(k->name);
+    tether__free(k->reset_query);
+    tether__free(k->name);
 }
 
 /* open_connector makes the pool's connector from the same string. */

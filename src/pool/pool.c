@@ -109,7 +109,7 @@ static int check_opts(const tether_pool_opts *o, tether_error *err) {
 /* ---- create / destroy ---------------------------------------------------- */
 
 static char *dup_or_null(const char *s) {
-    return s ? strdup(s) : NULL;
+    return s ? tether__strdup(s) : NULL;
 }
 
 static int make_policies(tether_pool *p, tether_error *err) {
@@ -147,16 +147,16 @@ static void free_pool(tether_pool *p) {
     tether_connector_destroy(p->own_connector);
     tether_breaker_destroy(p->breaker);
     tether_retry_destroy(p->retry);
-    free(p->slots);
-    free(p->conninfo);
-    free(p->name);
-    free(p->reset_query);
-    free(p);
+    tether__aligned_free(p->slots);
+    tether__free(p->conninfo);
+    tether__free(p->name);
+    tether__free(p->reset_query);
+    tether__aligned_free(p);
 }
 
 static int alloc_pool(tether_pool **out, const tether_pool_opts *o,
                       tether_error *err) {
-    tether_pool *p = aligned_alloc(64, sizeof(*p));
+    tether_pool *p = tether__aligned_alloc(64, sizeof(*p));
     if (!p)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
@@ -164,7 +164,7 @@ static int alloc_pool(tether_pool **out, const tether_pool_opts *o,
     p->o = *o;
     p->nslots = o->max_size;
     size_t bytes = sizeof(tether_lease) * (size_t)p->nslots;
-    p->slots = aligned_alloc(64, bytes);
+    p->slots = tether__aligned_alloc(64, bytes);
     p->conninfo = dup_or_null(o->conninfo);
     p->id = atomic_fetch_add(&next_pool_id, 1);
     char dflt[32]; /* "pool-N": unique in the process */
