@@ -131,12 +131,19 @@ static int count_items(const char *s) {
     return n;
 }
 
-/* Copy item i of a comma list into a new string (NULL when empty). */
-static char *item(const char *s, int i) {
+/* Copy item i of a comma list into *out, a new string (NULL when the item
+ * is empty). Returns 0, or TETHER_ENOMEM (err says so): never an empty
+ * item in disguise, which would stand for the driver's default host. */
+static int item(const char *s, int i, char **out, tether_error *err) {
     while (i-- > 0)
         s = strchr(s, ',') + 1;
     size_t n = strcspn(s, ",");
-    return n ? tether__strndup(s, n) : NULL;
+    *out = n ? tether__strndup(s, n) : NULL;
+    if (n && !*out)
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                "connection string: out of memory copying "
+                                "the host list");
+    return 0;
 }
 
 static int parse_port(const char *p, int *port, tether_error *err) {
@@ -173,10 +180,14 @@ static int build_endpoints(tether__conncfg *cfg, const char *hosts,
     cfg->neps = n;
     for (int i = 0; i < n; i++) {
         tether__ep *e = &cfg->eps[i];
-        e->host = nh ? item(hosts, i) : NULL;
-        e->hostaddr = na ? item(addrs, i) : NULL;
-        char *p = np ? item(ports, np == 1 ? 0 : i) : NULL;
-        int rc = p ? parse_port(p, &e->port, err) : 0;
+        char *p = NULL;
+        int rc = nh ? item(hosts, i, &e->host, err) : 0;
+        if (rc == 0 && na)
+            rc = item(addrs, i, &e->hostaddr, err);
+        if (rc == 0 && np)
+            rc = item(ports, np == 1 ? 0 : i, &p, err);
+        if (rc == 0 && p)
+            rc = parse_port(p, &e->port, err);
         tether__free(p);
         if (rc)
             return rc;
@@ -352,8 +363,12 @@ int tether__conncfg_set_hosts(tether__conncfg *cfg, const char *list,
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
     int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++)
-        rc = host_item(item(list, i), i, &eps[i], err);
+    for (int i = 0; i < n && rc == 0; i++) {
+        char *it;
+        rc = item(list, i, &it, err);
+        if (rc == 0)
+            rc = host_item(it, i, &eps[i], err);
+    }
     tether__conncfg tmp = {.eps = eps, .neps = n};
     if (rc) {
         free_eps(&tmp);

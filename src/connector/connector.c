@@ -395,19 +395,23 @@ static int provision(run *r) {
     char buf[4096] = "";
     tether_error e = {0};
     int rc = c->o.provision(c->o.provision_ctx, buf, sizeof(buf));
+    /* The new cache first, for as many hosts as a list may hold: were it
+     * allocated after the list changed and failed, the old cache would
+     * be read and written past its end for the new list's hosts. */
+    tether__hoststate *nc = NULL;
+    if (rc == 0 && !(nc = tether__calloc(TETHER__MAX_HOSTS, sizeof(*nc))))
+        rc = tether_error_set(&e, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                              "provisioning: out of memory");
     pthread_mutex_lock(&c->lock);
     if (rc == 0)
         rc = tether__conncfg_set_hosts(&c->cfg, buf, &e);
     if (rc == 0) {
-        tether__hoststate *nc =
-            tether__calloc((size_t)c->cfg.neps, sizeof(*nc));
-        if (nc) {
-            tether__free(c->cache);
-            c->cache = nc;
-        }
-        rc = nc ? 0 : TETHER_ENOMEM;
+        tether__free(c->cache);
+        c->cache = nc;
+        nc = NULL;
     }
     pthread_mutex_unlock(&c->lock);
+    tether__free(nc);
     tether__connector_event(c, 0, NULL, TETHER_PHASE_PROVISION, rc ? &e : NULL,
                             0, now_ms(r) - r->start_ms, 0);
     if (rc == 0)

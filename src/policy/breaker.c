@@ -31,6 +31,10 @@ typedef struct bucket {
 } bucket;
 
 /* A state change waiting for its callback. */
+#define QUEUE_MIN                                                              \
+    8 /* state changes queued at create: no allocation later                   \
+         unless callbacks fall further behind */
+
 typedef struct transition {
     tether_breaker_state from;
     tether_breaker_state to;
@@ -179,11 +183,16 @@ int tether_breaker_create(tether_breaker **out, const tether_breaker_opts *o,
     if (rc)
         return rc;
     tether_breaker *b = tether__calloc(1, sizeof(*b));
-    if (!b || pthread_mutex_init(&b->lock, NULL) != 0) {
+    if (b) /* room for the state changes not yet told (enqueue) */
+        b->q = tether__calloc(QUEUE_MIN, sizeof(*b->q));
+    if (!b || !b->q || pthread_mutex_init(&b->lock, NULL) != 0) {
+        if (b)
+            tether__free(b->q);
         tether__free(b);
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "breaker: out of memory");
     }
+    b->qcap = QUEUE_MIN;
     b->o = *o;
     atomic_init(&b->state, TETHER_BREAKER_CLOSED);
     b->width = o->window_ms / NBUCKETS;
@@ -210,10 +219,16 @@ static void enqueue(tether_breaker *b, transition t) {
         b->qhead = 0;
     }
     if (b->qlen == b->qcap) {
-        int cap = b->qcap ? b->qcap * 2 : 8;
+        int cap = b->qcap * 2; /* create allocated QUEUE_MIN */
         transition *q = tether__realloc(b->q, (size_t)cap * sizeof(*q));
-        if (!q)
-            return; /* out of memory: this callback is lost */
+        if (!q) { /* out of memory: fold t into the last one not told */
+            transition *last = &b->q[b->qlen - 1];
+            last->to = t.to;
+            last->period_ms = t.period_ms;
+            if (last->from == last->to)
+                b->qlen--; /* back where it was: nothing to tell */
+            return;
+        }
         b->q = q;
         b->qcap = cap;
     }
@@ -409,10 +424,19 @@ void tether_breaker_record(tether_breaker *b, int permit, int ok,
                            const tether_error *err) {
     int64_t now = tether__now_ms(b->o.clock);
     pthread_mutex_lock(&b->lock);
-    if (!ok)
-        cache_failure(b, err);
     tether_breaker_state s = (tether_breaker_state)atomic_load_explicit(
         &b->state, memory_order_relaxed);
+    if (!ok && err && err->code == TETHER_ENOMEM) {
+        /* Out of memory here says nothing of the other side: not a
+         * failure, and a probe that hit it decides nothing (the next
+         * caller probes at once). */
+        if (permit == TETHER_PERMIT_PROBE && s == TETHER_BREAKER_HALF_OPEN)
+            b->probe_at = now - b->period;
+        unlock(b);
+        return;
+    }
+    if (!ok)
+        cache_failure(b, err);
     if (s == TETHER_BREAKER_CLOSED) {
         count_closed(b, now, ok);
     } else if (permit == TETHER_PERMIT_PROBE && s == TETHER_BREAKER_HALF_OPEN) {
