@@ -17,7 +17,27 @@
  *     a program keeps working with a later libtether whose structs have
  *     grown (docs/api-stability.md);
  *   - durations in options are milliseconds (int64_t); clocks count
- *     nanoseconds.
+ *     nanoseconds;
+ *   - NULL handles, one rule for every function here and in tether_pq.h
+ *     and tether_sim.h (tests/unit/test_null.c calls each with NULL):
+ *     a function that frees or gives back (every *_destroy,
+ *     tether_lease_release, tether_lease_discard, tether_connector_close)
+ *     does nothing when given NULL. Every other function given a NULL
+ *     handle or a NULL required pointer (an out pointer, a name, a spec, a
+ *     callback) returns TETHER_EINVAL when it returns a code, with err's
+ *     message naming the argument ("tether_pool_acquire: p is NULL");
+ *     does nothing when it returns void (an out struct it fills gets
+ *     zeros; tether_schedule_next a TETHER_STEP_DONE step); and otherwise
+ *     returns its neutral value: 0 (counts, tokens, times, ids, lengths),
+ *     NULL (pointers and names), TETHER_BREAKER_CLOSED. NULL where a
+ *     function documents a meaning is that meaning, not an error: err
+ *     (no details wanted), a clock (the real one), the options of
+ *     tether_budget_create, tether_breaker_create, tether_retry_create and
+ *     tether_sim_create (the defaults; the other creates want options);
+ *   - memory: every allocation goes through tether_set_allocator's
+ *     allocator (libc's by default); a call that runs out of memory
+ *     returns TETHER_ENOMEM and leaves its object usable, or, for a
+ *     create, nothing behind (docs/errors.md).
  *
  * Thread safety is stated on each object.
  */

@@ -36,6 +36,8 @@ const char *tether_strategy_name(tether_strategy s) {
 }
 
 int tether_strategy_parse(const char *name, tether_strategy *out) {
+    if (!name || !out)
+        return TETHER_EINVAL;
     for (int i = 0; name && strategy_names[i]; i++)
         if (!strcmp(name, strategy_names[i])) {
             *out = (tether_strategy)i;

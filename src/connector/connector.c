@@ -45,7 +45,11 @@ const tether_driver *tether__connector_driver(const tether_connector *c) {
 
 int tether_connector_create(tether_connector **out,
                             const tether_connector_opts *o, tether_error *err) {
+    if (!out)
+        return tether__null(err, "tether_connector_create", "out");
     *out = NULL;
+    if (!o)
+        return tether__null(err, "tether_connector_create", "o");
     tether_connector_opts full;
     connector_defaults(&full);
     int rc = TETHER__SIZED_IN(full, o, "tether_connector_opts", err);
@@ -90,6 +94,8 @@ void tether_connector_destroy(tether_connector *c) {
 }
 
 void tether_connector_invalidate(tether_connector *c) {
+    if (!c)
+        return;
     pthread_mutex_lock(&c->lock);
     memset(c->cache, 0, sizeof(*c->cache) * (size_t)c->cfg.neps);
     pthread_mutex_unlock(&c->lock);
@@ -507,7 +513,11 @@ static handle_rec *handles;
 
 int tether_connector_connect(tether_connector *c, void **handle,
                              tether_error *err) {
+    if (!handle)
+        return tether__null(err, "tether_connector_connect", "handle");
     *handle = NULL;
+    if (!c)
+        return tether__null(err, "tether_connector_connect", "c");
     void *conn = NULL;
     int rc = tether__connector_open(c, -1, &conn, err);
     if (rc)
@@ -529,7 +539,7 @@ int tether_connector_connect(tether_connector *c, void **handle,
 }
 
 void tether_connector_close(tether_connector *c, void *handle) {
-    if (!handle)
+    if (!c || !handle)
         return;
     pthread_mutex_lock(&handles_lock);
     handle_rec **pp = &handles, *h = NULL;

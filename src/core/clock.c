@@ -84,10 +84,10 @@ void tether_vclock_destroy(tether_vclock *vc) {
 }
 
 const tether_clock *tether_vclock_clock(tether_vclock *vc) {
-    return &vc->clock;
+    return vc ? &vc->clock : NULL;
 }
 
 void tether_vclock_advance(tether_vclock *vc, int64_t ns) {
-    if (ns > 0)
+    if (vc && ns > 0)
         atomic_fetch_add(&vc->now, ns);
 }

@@ -62,6 +62,11 @@ char *tether__strndup(const char *s, size_t n);
 void *tether__aligned_alloc(size_t align, size_t n);
 void tether__aligned_free(void *p);
 
+/* tether__null fills err for a required argument that is NULL (the
+ * NULL-handle rule, tether.h): TETHER_EINVAL, "<fn>: <arg> is NULL", and
+ * returns TETHER_EINVAL. */
+int tether__null(tether_error *err, const char *fn, const char *arg);
+
 /* tether__error_vset is tether_error_set with a va_list and a prefix:
  * the message is "<prefix><formatted text>" (prefix may be ""). */
 int tether__error_vset(tether_error *err, int code, tether_class cls,

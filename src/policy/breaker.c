@@ -111,6 +111,8 @@ static int breaker_preset(const char *name, tether_breaker_opts *o,
 
 int tether_breaker_preset_sized(const char *name, tether_breaker_opts *o,
                                 size_t size, tether_error *err) {
+    if (!name || !o)
+        return tether__null(err, "tether_breaker_preset", name ? "o" : "name");
     tether_breaker_opts full;
     int rc = breaker_preset(name, &full, err);
     if (rc == 0)
@@ -395,6 +397,8 @@ static int admit(tether_breaker *b, int64_t now) {
 }
 
 int tether_breaker_allow(tether_breaker *b, tether_error *err) {
+    if (!b)
+        return tether__null(err, "tether_breaker_allow", "b");
     if (atomic_load_explicit(&b->state, memory_order_acquire) ==
         TETHER_BREAKER_CLOSED)
         return TETHER_PERMIT_CALL;
@@ -422,6 +426,8 @@ static void count_closed(tether_breaker *b, int64_t now, int ok) {
 
 void tether_breaker_record(tether_breaker *b, int permit, int ok,
                            const tether_error *err) {
+    if (!b)
+        return;
     int64_t now = tether__now_ms(b->o.clock);
     pthread_mutex_lock(&b->lock);
     tether_breaker_state s = (tether_breaker_state)atomic_load_explicit(
@@ -479,11 +485,15 @@ int tether__breaker_blocks(tether_breaker *b) {
 }
 
 tether_breaker_state tether_breaker_state_get(tether_breaker *b) {
+    if (!b)
+        return TETHER_BREAKER_CLOSED;
     return (tether_breaker_state)atomic_load_explicit(&b->state,
                                                       memory_order_acquire);
 }
 
 int64_t tether_breaker_open_ms(tether_breaker *b) {
+    if (!b)
+        return 0;
     pthread_mutex_lock(&b->lock);
     int64_t period = b->period;
     pthread_mutex_unlock(&b->lock);
@@ -491,12 +501,16 @@ int64_t tether_breaker_open_ms(tether_breaker *b) {
 }
 
 void tether_breaker_isolate(tether_breaker *b) {
+    if (!b)
+        return;
     pthread_mutex_lock(&b->lock);
     set_state(b, TETHER_BREAKER_ISOLATED);
     unlock(b);
 }
 
 void tether_breaker_reset(tether_breaker *b) {
+    if (!b)
+        return;
     pthread_mutex_lock(&b->lock);
     b->consecutive = 0;
     b->has_last = 0;

@@ -340,6 +340,13 @@ static void next_streaming(tether_schedule *s, int64_t now_ms,
 
 void tether_schedule_next(tether_schedule *s, int64_t now_ms,
                           tether_step *step) {
+    if (!step)
+        return;
+    if (!s) { /* nothing to schedule */
+        memset(step, 0, sizeof(*step));
+        step->kind = TETHER_STEP_DONE;
+        return;
+    }
     if (s->done) {
         emit(s, TETHER_STEP_DONE, step);
         return;

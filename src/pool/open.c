@@ -106,7 +106,11 @@ static int open_connector(const char *conninfo, tether_event_fn on_event,
 int tether_pool_open(tether_pool **out, const char *conninfo,
                      tether_event_fn on_event, void *event_ctx,
                      tether_error *err) {
+    if (!out)
+        return tether__null(err, "tether_pool_open", "out");
     *out = NULL;
+    if (!conninfo)
+        return tether__null(err, "tether_pool_open", "conninfo");
     pool_keys k;
     tether_connector *c = NULL;
     int rc = tether__pool_keys_parse(conninfo, &k, err);

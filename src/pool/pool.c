@@ -182,6 +182,8 @@ static int alloc_pool(tether_pool **out, const tether_pool_opts *o,
 
 int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
                        tether_error *err) {
+    if (!out)
+        return tether__null(err, "tether_pool_create", "out");
     *out = NULL;
     if (!o)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
@@ -903,6 +905,11 @@ acquire_wait(tether_pool *p, int64_t timeout_ms, tether_lease **out,
 TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
                                        tether_lease **out, tether_error *err,
                                        const char *file, int line) {
+    if (__builtin_expect(!p || !out, 0)) {
+        if (out)
+            *out = NULL;
+        return tether__null(err, "tether_pool_acquire", p ? "out" : "p");
+    }
     *out = NULL;
     /* No closed check here: close bumps the generation, so checkout
      * discards whatever the fast path finds; the slow path reports it, and
@@ -944,6 +951,8 @@ TETHER__HOT static close_reason release_verdict(tether_pool *p,
 }
 
 TETHER__HOT void tether_lease_release(tether_lease *s) {
+    if (__builtin_expect(!s, 0))
+        return;
     tether_pool *p = s->pool;
     close_reason why = release_verdict(p, s);
     if (why != CLOSE_NREASONS) {
@@ -958,11 +967,12 @@ TETHER__HOT void tether_lease_release(tether_lease *s) {
 }
 
 void tether_lease_discard(tether_lease *s) {
-    tether__pool_discard(s->pool, s, CLOSE_DISCARDED);
+    if (s)
+        tether__pool_discard(s->pool, s, CLOSE_DISCARDED);
 }
 
 TETHER__HOT void *tether_lease_handle(const tether_lease *s) {
-    return s->handle;
+    return s ? s->handle : NULL;
 }
 
 PGconn *tether_pq_conn(const tether_lease *l) {
@@ -981,6 +991,8 @@ static void sweep_idle(tether_pool *p, close_reason why) {
 }
 
 void tether_pool_clear(tether_pool *p) {
+    if (!p)
+        return;
     atomic_fetch_add(&p->gen, 1);
     sweep_idle(p, CLOSE_CLEARED);
 }
@@ -997,6 +1009,8 @@ static void wake_all_closed(tether_pool *p) {
 }
 
 int tether_pool_close(tether_pool *p, int64_t wait_ms, tether_error *err) {
+    if (!p)
+        return tether__null(err, "tether_pool_close", "p");
     atomic_store(&p->closing, 1);
     atomic_fetch_add(&p->gen, 1); /* what the fast path finds is stale */
     wake_all_closed(p);

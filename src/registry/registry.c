@@ -351,8 +351,10 @@ int tether_registry_acquire_at(tether_registry *r, const char *conninfo,
     if (out)
         *out = NULL;
     if (!r || !conninfo || !out)
-        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
-                                "registry: r, conninfo and out are required");
+        return tether__null(err, "tether_registry_acquire",
+                            !r          ? "r"
+                            : !conninfo ? "conninfo"
+                                        : "out");
     entry *e = NULL, *victims = NULL;
     int rc = pin(r, conninfo, &e, &victims, err);
     evict(r, victims);
