@@ -480,6 +480,17 @@ static void scenario_pool(void) {
     tether_lease_release(l[0]);
     TRY(tether_pool_close(p, 1000, &E));
     tether_pool_destroy(p);
+
+    /* a PostgreSQL pool from a connection string: created, not connected
+     * (min_size 0) */
+    TRY_NEW(p, tether_pool_open(&p,
+                                "host=db1,db2 port=5432,5433 user=app "
+                                "password=s3cret tether_pool_max=3 "
+                                "tether_reset_query='DISCARD ALL' "
+                                "tether_retry='fixed base=10ms attempts=2'",
+                                NULL, NULL, &E));
+    assert_string_equal(tether_pool_name(p), "app@db1:5432");
+    tether_pool_destroy(p);
     tether_sim_stats ss;
     tether_sim_stats_get(sim, &ss);
     assert_int_equal(ss.open, 0);
