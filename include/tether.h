@@ -17,7 +17,27 @@
  *     a program keeps working with a later libtether whose structs have
  *     grown (docs/api-stability.md);
  *   - durations in options are milliseconds (int64_t); clocks count
- *     nanoseconds.
+ *     nanoseconds;
+ *   - NULL handles, one rule for every function here and in tether_pq.h
+ *     and tether_sim.h (tests/unit/test_null.c calls each with NULL):
+ *     a function that frees or gives back (every *_destroy,
+ *     tether_lease_release, tether_lease_discard, tether_connector_close)
+ *     does nothing when given NULL. Every other function given a NULL
+ *     handle or a NULL required pointer (an out pointer, a name, a spec, a
+ *     callback) returns TETHER_EINVAL when it returns a code, with err's
+ *     message naming the argument ("tether_pool_acquire: p is NULL");
+ *     does nothing when it returns void (an out struct it fills gets
+ *     zeros; tether_schedule_next a TETHER_STEP_DONE step); and otherwise
+ *     returns its neutral value: 0 (counts, tokens, times, ids, lengths),
+ *     NULL (pointers and names), TETHER_BREAKER_CLOSED. NULL where a
+ *     function documents a meaning is that meaning, not an error: err
+ *     (no details wanted), a clock (the real one), the options of
+ *     tether_budget_create, tether_breaker_create, tether_retry_create and
+ *     tether_sim_create (the defaults; the other creates want options);
+ *   - memory: every allocation goes through tether_set_allocator's
+ *     allocator (libc's by default); a call that runs out of memory
+ *     returns TETHER_ENOMEM and leaves its object usable, or, for a
+ *     create, nothing behind (docs/errors.md).
  *
  * Thread safety is stated on each object.
  */
@@ -191,6 +211,34 @@ typedef void (*tether_log_fn)(void *ctx, tether_log_level level,
  * options name none. The default is no logging at all. Thread-safe. */
 TETHER_API void tether_set_log(tether_log_fn fn, void *ctx,
                                tether_log_level min_level);
+
+/* ------------------------------------------------------------------------ */
+/* Memory                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* An allocator: every allocation the library makes (not libpq's, nor the C
+ * library's own, such as a thread's stack) goes through these three
+ * functions, each given ctx. malloc_fn and realloc_fn return NULL when out
+ * of memory (the library then fails the call with TETHER_ENOMEM or, in a
+ * background thread, logs and tries again later); they are never asked for
+ * 0 bytes. realloc_fn and free_fn only ever get blocks from malloc_fn or
+ * realloc_fn; free_fn never gets NULL. All three must be thread-safe: the
+ * library allocates from its background threads too. */
+typedef struct tether_allocator {
+    void *(*malloc_fn)(void *ctx, size_t size);
+    void *(*realloc_fn)(void *ctx, void *ptr, size_t size);
+    void (*free_fn)(void *ctx, void *ptr);
+    void *ctx;
+} tether_allocator;
+
+/* tether_set_allocator makes a (copied) the allocator of every later
+ * allocation; NULL restores the C library's malloc, realloc and free.
+ * Returns 0, or TETHER_EINVAL when a function is missing (the allocator in
+ * place is kept). Not thread-safe: call it before any other tether call,
+ * while no tether object exists and no other thread is inside tether (a
+ * block is freed by the allocator in place at the time, so it must be
+ * one that can free what the previous one allocated). */
+TETHER_API int tether_set_allocator(const tether_allocator *a);
 
 /* ------------------------------------------------------------------------ */
 /* Clocks                                                                   */
@@ -1007,9 +1055,9 @@ TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
 
 /* tether_lease_release returns a connection to its pool: it is reset
  * (open transaction rolled back, reset query) and reused, or closed when its
- * state is unknown. Returns 0, or TETHER_EINVAL for NULL or a lease
- * already released or discarded (refused: logged at error level, counted,
- * the connection untouched). */
+ * state is unknown. Returns 0 (NULL: nothing done), or TETHER_EINVAL for a
+ * lease already released or discarded (refused: logged at error level,
+ * counted, the connection untouched). */
 TETHER_API int tether_lease_release(tether_lease *l);
 
 /* tether_lease_discard closes the leased connection instead of reusing it

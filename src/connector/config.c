@@ -36,6 +36,8 @@ const char *tether_strategy_name(tether_strategy s) {
 }
 
 int tether_strategy_parse(const char *name, tether_strategy *out) {
+    if (!name || !out)
+        return TETHER_EINVAL;
     for (int i = 0; name && strategy_names[i]; i++)
         if (!strcmp(name, strategy_names[i])) {
             *out = (tether_strategy)i;
@@ -101,17 +103,19 @@ static const tether__keydef connector_keys[] = {
 
 static int add_param(tether__conncfg *cfg, const char *k, const char *v,
                      tether_error *err) {
-    char **nk = realloc(cfg->keys, sizeof(char *) * (size_t)(cfg->nparams + 1));
+    char **nk =
+        tether__realloc(cfg->keys, sizeof(char *) * (size_t)(cfg->nparams + 1));
     if (nk)
         cfg->keys = nk;
-    char **nv = realloc(cfg->vals, sizeof(char *) * (size_t)(cfg->nparams + 1));
+    char **nv =
+        tether__realloc(cfg->vals, sizeof(char *) * (size_t)(cfg->nparams + 1));
     if (nv)
         cfg->vals = nv;
     if (!nk || !nv)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
-    cfg->keys[cfg->nparams] = strdup(k);
-    cfg->vals[cfg->nparams] = strdup(v);
+    cfg->keys[cfg->nparams] = tether__strdup(k);
+    cfg->vals[cfg->nparams] = tether__strdup(v);
     cfg->nparams++;
     if (!cfg->keys[cfg->nparams - 1] || !cfg->vals[cfg->nparams - 1])
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
@@ -129,12 +133,19 @@ static int count_items(const char *s) {
     return n;
 }
 
-/* Copy item i of a comma list into a new string (NULL when empty). */
-static char *item(const char *s, int i) {
+/* Copy item i of a comma list into *out, a new string (NULL when the item
+ * is empty). Returns 0, or TETHER_ENOMEM (err says so): never an empty
+ * item in disguise, which would stand for the driver's default host. */
+static int item(const char *s, int i, char **out, tether_error *err) {
     while (i-- > 0)
         s = strchr(s, ',') + 1;
     size_t n = strcspn(s, ",");
-    return n ? strndup(s, n) : NULL;
+    *out = n ? tether__strndup(s, n) : NULL;
+    if (n && !*out)
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                "connection string: out of memory copying "
+                                "the host list");
+    return 0;
 }
 
 static int parse_port(const char *p, int *port, tether_error *err) {
@@ -164,18 +175,22 @@ static int build_endpoints(tether__conncfg *cfg, const char *hosts,
             "connection string: mismatched host and port counts (%d hosts, "
             "%d hostaddrs, %d ports)",
             nh, na, np);
-    cfg->eps = calloc((size_t)n, sizeof(tether__ep));
+    cfg->eps = tether__calloc((size_t)n, sizeof(tether__ep));
     if (!cfg->eps)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
     cfg->neps = n;
     for (int i = 0; i < n; i++) {
         tether__ep *e = &cfg->eps[i];
-        e->host = nh ? item(hosts, i) : NULL;
-        e->hostaddr = na ? item(addrs, i) : NULL;
-        char *p = np ? item(ports, np == 1 ? 0 : i) : NULL;
-        int rc = p ? parse_port(p, &e->port, err) : 0;
-        free(p);
+        char *p = NULL;
+        int rc = nh ? item(hosts, i, &e->host, err) : 0;
+        if (rc == 0 && na)
+            rc = item(addrs, i, &e->hostaddr, err);
+        if (rc == 0 && np)
+            rc = item(ports, np == 1 ? 0 : i, &p, err);
+        if (rc == 0 && p)
+            rc = parse_port(p, &e->port, err);
+        tether__free(p);
         if (rc)
             return rc;
     }
@@ -223,9 +238,9 @@ static int one_key(tether__conncfg *cfg, const char *k, const char *v,
 static char *env_default(PQconninfoOption *defs, const char *kw) {
     for (PQconninfoOption *o = defs; o && o->keyword; o++)
         if (!strcmp(o->keyword, kw) && o->envvar && getenv(o->envvar) && o->val)
-            return strdup(o->val);
+            return tether__strdup(o->val);
     if (!strcmp(kw, "load_balance_hosts") && getenv("PGLOADBALANCEHOSTS"))
-        return strdup(getenv("PGLOADBALANCEHOSTS"));
+        return tether__strdup(getenv("PGLOADBALANCEHOSTS"));
     return NULL;
 }
 
@@ -242,7 +257,7 @@ static int env_keys(tether__conncfg *cfg, const tether__conninfo *ci,
         char *v = env_default(defs, k);
         if (v)
             rc = tether__keydefs_apply(connector_keys, cfg, k, v, err);
-        free(v);
+        tether__free(v);
     }
     return rc;
 }
@@ -260,7 +275,7 @@ static int endpoints(tether__conncfg *cfg, const tether__conninfo *ci,
     }
     int rc = build_endpoints(cfg, v[0], v[1], v[2], err);
     for (int i = 0; i < 3; i++)
-        free(env[i]);
+        tether__free(env[i]);
     return rc;
 }
 
@@ -286,10 +301,10 @@ int tether__conncfg_parse(const char *conninfo, tether__conncfg *cfg,
 
 static void free_eps(tether__conncfg *cfg) {
     for (int i = 0; i < cfg->neps; i++) {
-        free(cfg->eps[i].host);
-        free(cfg->eps[i].hostaddr);
+        tether__free(cfg->eps[i].host);
+        tether__free(cfg->eps[i].hostaddr);
     }
-    free(cfg->eps);
+    tether__free(cfg->eps);
     cfg->eps = NULL;
     cfg->neps = 0;
 }
@@ -297,12 +312,12 @@ static void free_eps(tether__conncfg *cfg) {
 void tether__conncfg_free(tether__conncfg *cfg) {
     free_eps(cfg);
     for (int i = 0; i < cfg->nparams; i++) {
-        free(cfg->keys[i]);
-        free(cfg->vals[i]);
+        tether__free(cfg->keys[i]);
+        tether__free(cfg->vals[i]);
     }
-    free(cfg->keys);
-    free(cfg->vals);
-    free(cfg->display);
+    tether__free(cfg->keys);
+    tether__free(cfg->vals);
+    tether__free(cfg->display);
     memset(cfg, 0, sizeof(*cfg));
 }
 
@@ -313,7 +328,7 @@ static int host_item(char *it, int i, tether__ep *ep, tether_error *err) {
     if (it && it[0] == '[') { /* [v6], [v6]:p */
         char *close = strchr(it, ']');
         if (!close || (close[1] && close[1] != ':')) {
-            free(it);
+            tether__free(it);
             return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
                                     "provisioning returned host %d with a "
                                     "bad [address] (want [v6] or [v6]:port)",
@@ -326,7 +341,7 @@ static int host_item(char *it, int i, tether__ep *ep, tether_error *err) {
         *port++ = '\0';
     }
     if (!host || !*host) {
-        free(it);
+        tether__free(it);
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
                                 "provisioning returned an empty host");
     }
@@ -345,13 +360,17 @@ int tether__conncfg_set_hosts(tether__conncfg *cfg, const char *list,
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
                                 "provisioning returned %d hosts; at most %d", n,
                                 TETHER__MAX_HOSTS);
-    tether__ep *eps = calloc((size_t)n, sizeof(*eps));
+    tether__ep *eps = tether__calloc((size_t)n, sizeof(*eps));
     if (!eps)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
     int rc = 0;
-    for (int i = 0; i < n && rc == 0; i++)
-        rc = host_item(item(list, i), i, &eps[i], err);
+    for (int i = 0; i < n && rc == 0; i++) {
+        char *it;
+        rc = item(list, i, &it, err);
+        if (rc == 0)
+            rc = host_item(it, i, &eps[i], err);
+    }
     tether__conncfg tmp = {.eps = eps, .neps = n};
     if (rc) {
         free_eps(&tmp);

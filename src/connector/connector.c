@@ -45,7 +45,11 @@ const tether_driver *tether__connector_driver(const tether_connector *c) {
 
 int tether_connector_create(tether_connector **out,
                             const tether_connector_opts *o, tether_error *err) {
+    if (!out)
+        return tether__null(err, "tether_connector_create", "out");
     *out = NULL;
+    if (!o)
+        return tether__null(err, "tether_connector_create", "o");
     tether_connector_opts full;
     connector_defaults(&full);
     int rc = TETHER__SIZED_IN(full, o, "tether_connector_opts", err);
@@ -55,7 +59,7 @@ int tether_connector_create(tether_connector **out,
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "connector: conninfo is required");
     o = &full;
-    tether_connector *c = calloc(1, sizeof(*c));
+    tether_connector *c = tether__calloc(1, sizeof(*c));
     if (!c)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
@@ -64,7 +68,8 @@ int tether_connector_create(tether_connector **out,
     rc = tether__conncfg_parse(o->conninfo, &c->cfg, err);
     if (rc == 0)
         rc = make_driver_ctx(c, err);
-    if (rc == 0 && !(c->cache = calloc((size_t)c->cfg.neps, sizeof(*c->cache))))
+    if (rc == 0 &&
+        !(c->cache = tether__calloc((size_t)c->cfg.neps, sizeof(*c->cache))))
         rc = tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT, NULL);
     if (rc) {
         tether_connector_destroy(c);
@@ -83,12 +88,14 @@ void tether_connector_destroy(tether_connector *c) {
         c->dctx_free(c->dctx);
     if (c->cache)
         pthread_mutex_destroy(&c->lock);
-    free(c->cache);
+    tether__free(c->cache);
     tether__conncfg_free(&c->cfg);
-    free(c);
+    tether__free(c);
 }
 
 void tether_connector_invalidate(tether_connector *c) {
+    if (!c)
+        return;
     pthread_mutex_lock(&c->lock);
     memset(c->cache, 0, sizeof(*c->cache) * (size_t)c->cfg.neps);
     pthread_mutex_unlock(&c->lock);
@@ -394,18 +401,23 @@ static int provision(run *r) {
     char buf[4096] = "";
     tether_error e = {0};
     int rc = c->o.provision(c->o.provision_ctx, buf, sizeof(buf));
+    /* The new cache first, for as many hosts as a list may hold: were it
+     * allocated after the list changed and failed, the old cache would
+     * be read and written past its end for the new list's hosts. */
+    tether__hoststate *nc = NULL;
+    if (rc == 0 && !(nc = tether__calloc(TETHER__MAX_HOSTS, sizeof(*nc))))
+        rc = tether_error_set(&e, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                              "provisioning: out of memory");
     pthread_mutex_lock(&c->lock);
     if (rc == 0)
         rc = tether__conncfg_set_hosts(&c->cfg, buf, &e);
     if (rc == 0) {
-        tether__hoststate *nc = calloc((size_t)c->cfg.neps, sizeof(*nc));
-        if (nc) {
-            free(c->cache);
-            c->cache = nc;
-        }
-        rc = nc ? 0 : TETHER_ENOMEM;
+        tether__free(c->cache);
+        c->cache = nc;
+        nc = NULL;
     }
     pthread_mutex_unlock(&c->lock);
+    tether__free(nc);
     tether__connector_event(c, 0, NULL, TETHER_PHASE_PROVISION, rc ? &e : NULL,
                             0, now_ms(r) - r->start_ms, 0);
     if (rc == 0)
@@ -501,12 +513,16 @@ static handle_rec *handles;
 
 int tether_connector_connect(tether_connector *c, void **handle,
                              tether_error *err) {
+    if (!handle)
+        return tether__null(err, "tether_connector_connect", "handle");
     *handle = NULL;
+    if (!c)
+        return tether__null(err, "tether_connector_connect", "c");
     void *conn = NULL;
     int rc = tether__connector_open(c, -1, &conn, err);
     if (rc)
         return rc;
-    handle_rec *h = malloc(sizeof(*h));
+    handle_rec *h = tether__malloc(sizeof(*h));
     if (!h) {
         c->drv->close(conn);
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
@@ -523,7 +539,7 @@ int tether_connector_connect(tether_connector *c, void **handle,
 }
 
 void tether_connector_close(tether_connector *c, void *handle) {
-    if (!handle)
+    if (!c || !handle)
         return;
     pthread_mutex_lock(&handles_lock);
     handle_rec **pp = &handles, *h = NULL;
@@ -536,5 +552,5 @@ void tether_connector_close(tether_connector *c, void *handle) {
     pthread_mutex_unlock(&handles_lock);
     if (h)
         c->drv->close(h->conn);
-    free(h);
+    tether__free(h);
 }

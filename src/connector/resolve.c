@@ -78,7 +78,7 @@ static void unref(lookup *l) {
             freeaddrinfo(l->res);
         pthread_cond_destroy(&l->cv);
         pthread_mutex_destroy(&l->mu);
-        free(l);
+        tether__free(l);
         atomic_fetch_sub_explicit(&pending, 1, memory_order_release);
     }
 }
@@ -118,10 +118,10 @@ static int start_lookup(lookup *l) {
 }
 
 static lookup *new_lookup(const char *host) {
-    lookup *l = calloc(1, sizeof(*l));
+    lookup *l = tether__calloc(1, sizeof(*l));
     pthread_condattr_t ca;
     if (!l || pthread_condattr_init(&ca) != 0) {
-        free(l);
+        tether__free(l);
         return NULL;
     }
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -132,7 +132,7 @@ static lookup *new_lookup(const char *host) {
         bad = 1;
     }
     if (bad) {
-        free(l);
+        tether__free(l);
         return NULL;
     }
     snprintf(l->name, sizeof(l->name), "%s", host);

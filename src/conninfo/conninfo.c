@@ -155,7 +155,7 @@ static int add_pair(parser *ps, const char *key, const char *val) {
     tether__conninfo *ci = ps->ci;
     if (ci->n == ci->cap) {
         size_t cap = ci->cap ? ci->cap * 2 : 16;
-        tether__kv *kv = realloc(ci->kv, cap * sizeof(*kv));
+        tether__kv *kv = tether__realloc(ci->kv, cap * sizeof(*kv));
         if (!kv)
             return tether_error_set(ps->err, TETHER_ENOMEM,
                                     TETHER_CLASS_PERMANENT, "out of memory");
@@ -434,7 +434,7 @@ static int uri_params(parser *ps) {
 
 static int parse_uri(parser *ps, size_t prefix) {
     ps->i = prefix;
-    ps->hosts = malloc(2 * (ps->len + 1));
+    ps->hosts = tether__malloc(2 * (ps->len + 1));
     if (!ps->hosts)
         return tether_error_set(ps->err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "out of memory");
@@ -452,7 +452,7 @@ static int parse_uri(parser *ps, size_t prefix) {
         ps->i++;
         rc = uri_params(ps);
     }
-    free(ps->hosts);
+    tether__free(ps->hosts);
     return rc;
 }
 
@@ -492,7 +492,7 @@ static int all_space(const char *s, size_t len) {
 static int parse_checked(parser *ps) {
     tether__conninfo *ci = ps->ci;
     ci->size = 2 * ps->len + 16;
-    ci->arena = malloc(ci->size);
+    ci->arena = tether__malloc(ci->size);
     if (!ci->arena)
         return tether_error_set(ps->err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "out of memory");
@@ -531,8 +531,8 @@ int tether__conninfo_parse(const char *s, tether__conninfo *ci,
 void tether__conninfo_free(tether__conninfo *ci) {
     if (!ci)
         return;
-    free(ci->kv);
-    free(ci->arena);
+    tether__free(ci->kv);
+    tether__free(ci->arena);
     memset(ci, 0, sizeof(*ci));
 }
 
@@ -586,7 +586,7 @@ size_t tether__conninfo_format(const tether__conninfo *ci, int masked,
 
 char *tether__conninfo_dup(const tether__conninfo *ci, int masked) {
     size_t n = tether__conninfo_format(ci, masked, NULL, 0);
-    char *s = malloc(n + 1);
+    char *s = tether__malloc(n + 1);
     if (s)
         tether__conninfo_format(ci, masked, s, n + 1);
     return s;
@@ -606,8 +606,8 @@ int tether__conninfo_keys(const char *s, char **key, char **display,
     }
     tether__conninfo_free(&ci);
     if (rc != 0) {
-        free(k);
-        free(d);
+        tether__free(k);
+        tether__free(d);
         k = d = NULL;
     }
     if (key)
@@ -693,7 +693,7 @@ int tether__conninfo_pool_name(const tether__conninfo *ci, char **out,
                  v6 ? "]" : "", port ? ":" : "", pn, port ? port : "",
                  dn ? "/" : "", dn, db ? db : "");
     name_fit(buf);
-    if (!(*out = strdup(buf)))
+    if (!(*out = tether__strdup(buf)))
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "out of memory");
     return 0;

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <libpq-fe.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,50 +55,45 @@ static const kw_kind tether_keywords[] = {
 
 /* ---- libpq's keywords, from the linked libpq ----------------------------- */
 
-static pthread_once_t libpq_once = PTHREAD_ONCE_INIT;
-static char **libpq_kw;    /* in libpq's order */
-static char *libpq_secret; /* 1 where libpq's dispchar is "*" */
-static int libpq_n;
+/* libpq's own PQconndefaults list, kept for the life of the process: no
+ * copy, so no allocation of tether's can fail here. When libpq is out of
+ * memory (NULL), only tether's keywords are known for this call and the
+ * next call asks again, instead of a one-time load that failed once
+ * leaving the list empty or cut short for good. */
+static pthread_mutex_t libpq_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(PQconninfoOption *) libpq_opts;
 
-static void load_libpq(void) {
-    PQconninfoOption *opts = PQconndefaults();
-    int n = 0;
-    for (PQconninfoOption *o = opts; o && o->keyword; o++)
-        n++;
-    char **kw = calloc((size_t)n + 1, sizeof(*kw));
-    char *sec = calloc((size_t)n + 1, 1);
-    for (int i = 0; kw && sec && i < n; i++) {
-        kw[i] = strdup(opts[i].keyword);
-        sec[i] = opts[i].dispchar && opts[i].dispchar[0] == '*';
-        if (!kw[i])
-            n = i; /* out of memory: keep what was copied */
+static PQconninfoOption *libpq_list(void) {
+    PQconninfoOption *opts =
+        atomic_load_explicit(&libpq_opts, memory_order_acquire);
+    if (opts)
+        return opts;
+    pthread_mutex_lock(&libpq_lock);
+    opts = atomic_load_explicit(&libpq_opts, memory_order_relaxed);
+    if (!opts) {
+        opts = PQconndefaults();
+        atomic_store_explicit(&libpq_opts, opts, memory_order_release);
     }
-    PQconninfoFree(opts);
-    if (!kw || !sec) {
-        free(kw);
-        free(sec);
-        return; /* no list: only tether's keywords are known */
-    }
-    libpq_kw = kw;
-    libpq_secret = sec;
-    libpq_n = n;
+    pthread_mutex_unlock(&libpq_lock);
+    return opts;
 }
 
-static int libpq_index(const char *kw) {
-    pthread_once(&libpq_once, load_libpq);
-    for (int i = 0; i < libpq_n; i++)
-        if (strcmp(kw, libpq_kw[i]) == 0)
-            return i;
-    return -1;
+/* libpq_find returns libpq's entry for kw, or NULL. */
+static const PQconninfoOption *libpq_find(const char *kw) {
+    for (const PQconninfoOption *o = libpq_list(); o && o->keyword; o++)
+        if (strcmp(kw, o->keyword) == 0)
+            return o;
+    return NULL;
 }
 
 int tether__conninfo_known(const char *kw) {
-    return kw && libpq_index(kw) >= 0;
+    return kw && libpq_find(kw);
 }
 
+/* 1 where libpq's dispchar is "*" (a password field). */
 int tether__conninfo_libpq_secret(const char *kw) {
-    int i = kw ? libpq_index(kw) : -1;
-    return i >= 0 && libpq_secret[i];
+    const PQconninfoOption *o = kw ? libpq_find(kw) : NULL;
+    return o && o->dispchar && o->dispchar[0] == '*';
 }
 
 tether__kw_kind tether__conninfo_kind(const char *kw) {
@@ -184,11 +180,11 @@ static int set_enum(const tether__keydef *d, void *field, const char *v,
 }
 
 static int set_str(void *field, const char *v, tether_error *err) {
-    char *s = strdup(v);
+    char *s = tether__strdup(v);
     if (!s)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "out of memory");
-    free(*(char **)field);
+    tether__free(*(char **)field);
     *(char **)field = s;
     return 0;
 }

@@ -69,7 +69,7 @@ static void vclock_sleep_ns(void *ctx, int64_t ns) {
 }
 
 tether_vclock *tether_vclock_create(int64_t start_ns) {
-    tether_vclock *vc = calloc(1, sizeof(*vc));
+    tether_vclock *vc = tether__calloc(1, sizeof(*vc));
     if (!vc)
         return NULL;
     atomic_init(&vc->now, start_ns);
@@ -80,14 +80,14 @@ tether_vclock *tether_vclock_create(int64_t start_ns) {
 }
 
 void tether_vclock_destroy(tether_vclock *vc) {
-    free(vc);
+    tether__free(vc);
 }
 
 const tether_clock *tether_vclock_clock(tether_vclock *vc) {
-    return &vc->clock;
+    return vc ? &vc->clock : NULL;
 }
 
 void tether_vclock_advance(tether_vclock *vc, int64_t ns) {
-    if (ns > 0)
+    if (vc && ns > 0)
         atomic_fetch_add(&vc->now, ns);
 }

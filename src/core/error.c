@@ -105,6 +105,11 @@ int tether__error_vset(tether_error *err, int code, tether_class cls,
     return code;
 }
 
+int tether__null(tether_error *err, const char *fn, const char *arg) {
+    return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                            "%s: %s is NULL", fn, arg);
+}
+
 int tether_error_set(tether_error *err, int code, tether_class cls,
                      const char *fmt, ...) {
     va_list ap;

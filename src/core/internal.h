@@ -6,6 +6,7 @@
 #include "tether.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -44,6 +45,27 @@ int64_t tether__rng_range(tether__rng *r, int64_t lo, int64_t hi);
 
 /* tether__system_seed returns a seed from the OS (never 0). */
 uint64_t tether__system_seed(void);
+
+/* The library's allocator (src/core/alloc.c): libc's, or the one given to
+ * tether_set_allocator. Every allocation of the library goes through these
+ * (never malloc and free directly). A size of 0 allocates 1 byte, so NULL
+ * always means out of memory. */
+void *tether__malloc(size_t n);
+void *tether__calloc(size_t n, size_t size);
+void *tether__realloc(void *p, size_t n);
+void tether__free(void *p);
+char *tether__strdup(const char *s);
+char *tether__strndup(const char *s, size_t n);
+
+/* tether__aligned_alloc returns n bytes aligned to align (a power of two);
+ * free them with tether__aligned_free, never tether__free. */
+void *tether__aligned_alloc(size_t align, size_t n);
+void tether__aligned_free(void *p);
+
+/* tether__null fills err for a required argument that is NULL (the
+ * NULL-handle rule, tether.h): TETHER_EINVAL, "<fn>: <arg> is NULL", and
+ * returns TETHER_EINVAL. */
+int tether__null(tether_error *err, const char *fn, const char *arg);
 
 /* tether__error_vset is tether_error_set with a va_list and a prefix:
  * the message is "<prefix><formatted text>" (prefix may be ""). */

@@ -76,7 +76,7 @@ static int64_t now_ns(void) {
 
 static char *dup_str(const char *s) {
     size_t n = strlen(s) + 1;
-    char *d = malloc(n);
+    char *d = tether__malloc(n);
     if (d)
         memcpy(d, s, n);
     return d;
@@ -173,12 +173,12 @@ void tether__pq_params_destroy(tether__pq_params *p) {
     if (!p)
         return;
     for (int i = 0; i < p->n; i++) {
-        free(p->keys[i]);
-        free(p->vals[i]);
+        tether__free(p->keys[i]);
+        tether__free(p->vals[i]);
     }
-    free(p->keys);
-    free(p->vals);
-    free(p);
+    tether__free(p->keys);
+    tether__free(p->vals);
+    tether__free(p);
 }
 
 /* params_copy copies the pairs with a value into p; 0 or -1 (memory). */
@@ -206,10 +206,10 @@ int tether__pq_params_create(tether__pq_params **out, const char *const *keys,
     int rc = check_keys(keys, n, err);
     if (rc)
         return rc;
-    tether__pq_params *p = calloc(1, sizeof(*p));
+    tether__pq_params *p = tether__calloc(1, sizeof(*p));
     if (p) {
-        p->keys = calloc((size_t)n + 1, sizeof(char *));
-        p->vals = calloc((size_t)n + 1, sizeof(char *));
+        p->keys = tether__calloc((size_t)n + 1, sizeof(char *));
+        p->vals = tether__calloc((size_t)n + 1, sizeof(char *));
     }
     if (!p || !p->keys || !p->vals || params_copy(p, keys, vals, n) != 0) {
         tether__pq_params_destroy(p);
@@ -541,7 +541,8 @@ int tether__pq_connect_error(const char *label, const char *libpq_msg,
     tether__pq_classify_connect(libpq_msg, &code, &cls, st, &line, &len);
     if (!err)
         return code;
-    char *text = malloc(len + 4); /* room for "***" over a 1-2 byte secret */
+    char *text =
+        tether__malloc(len + 4); /* room for "***" over a 1-2 byte secret */
     if (text) {
         memcpy(text, line, len);
         text[len] = '\0';
@@ -551,7 +552,7 @@ int tether__pq_connect_error(const char *label, const char *libpq_msg,
     tether_error_set(err, code, cls, "connect to %s failed: %s",
                      label ? label : "server",
                      text && *text ? text : tether_strerror(code));
-    free(text);
+    tether__free(text);
     tether__pq_scrub(err->message, sizeof(err->message), password);
     memcpy(err->sqlstate, st, sizeof(st));
     err->not_sent = 1;
@@ -742,7 +743,7 @@ static int wait_for(pq_conn *c, tether__wait *w, short events) {
 static int start_libpq(pq_conn *c, const tether__endpoint *ep,
                        tether_error *err) {
     int n = c->params ? c->params->n : 0, k = 0;
-    const char **keys = calloc(2 * ((size_t)n + 4), sizeof(char *));
+    const char **keys = tether__calloc(2 * ((size_t)n + 4), sizeof(char *));
     if (!keys)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "pq: out of memory");
@@ -761,7 +762,7 @@ static int start_libpq(pq_conn *c, const tether__endpoint *ep,
         keys[k] = "port", vals[k++] = port;
     }
     c->pg = PQconnectStartParams(keys, vals, 0);
-    free(keys);
+    tether__free(keys);
     if (!c->pg)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "pq: out of memory");
@@ -771,7 +772,7 @@ static int start_libpq(pq_conn *c, const tether__endpoint *ep,
 static int pq_connect_start(void *ctx, const tether__endpoint *ep, void **conn,
                             tether__wait *w, tether_error *err) {
     *conn = NULL;
-    pq_conn *c = calloc(1, sizeof(*c));
+    pq_conn *c = tether__calloc(1, sizeof(*c));
     if (!c)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "pq: out of memory");
@@ -789,7 +790,7 @@ static int pq_connect_start(void *ctx, const tether__endpoint *ep, void **conn,
     }
     if (rc < 0) {
         PQfinish(c->pg);
-        free(c);
+        tether__free(c);
         return rc;
     }
     *conn = c;
@@ -817,7 +818,7 @@ static void pq_close(void *conn) {
     if (!c)
         return;
     PQfinish(c->pg);
-    free(c);
+    tether__free(c);
 }
 
 static void *pq_handle(void *conn) {
@@ -1073,8 +1074,8 @@ int tether__pq_query_role(void *conn, int64_t timeout_ms, tether_error *err) {
  * not apply PGTARGETSESSIONATTRS on its own. */
 static int pq_params_create(const char *const *keys, const char *const *vals,
                             int n, void **ctx, tether_error *err) {
-    const char **k = malloc(sizeof(*k) * ((size_t)n + 1));
-    const char **v = malloc(sizeof(*v) * ((size_t)n + 1));
+    const char **k = tether__malloc(sizeof(*k) * ((size_t)n + 1));
+    const char **v = tether__malloc(sizeof(*v) * ((size_t)n + 1));
     int rc = TETHER_ENOMEM;
     if (k && v) {
         k[0] = "target_session_attrs";
@@ -1089,8 +1090,8 @@ static int pq_params_create(const char *const *keys, const char *const *vals,
     } else {
         tether_error_set(err, rc, TETHER_CLASS_PERMANENT, "pq: out of memory");
     }
-    free(k);
-    free(v);
+    tether__free(k);
+    tether__free(v);
     return rc;
 }
 

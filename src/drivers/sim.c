@@ -218,9 +218,9 @@ int tether_sim_create(tether_sim **out, const tether_sim_opts *o,
     rc = validate_opts(o, err);
     if (rc)
         return rc;
-    tether_sim *sim = calloc(1, sizeof(*sim));
+    tether_sim *sim = tether__calloc(1, sizeof(*sim));
     if (!sim || pthread_mutex_init(&sim->lock, NULL) != 0) {
-        free(sim);
+        tether__free(sim);
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "sim: out of memory");
     }
@@ -238,8 +238,8 @@ void tether_sim_destroy(tether_sim *sim) {
     if (!sim)
         return;
     pthread_mutex_destroy(&sim->lock);
-    free(sim->fails);
-    free(sim);
+    tether__free(sim->fails);
+    tether__free(sim);
 }
 
 /* ---- control ---------------------------------------------------------- */
@@ -265,7 +265,7 @@ static int fail_push(tether_sim *sim, fail_req r) {
     }
     if (sim->fail_len == sim->fail_cap) {
         int cap = sim->fail_cap ? sim->fail_cap * 2 : 4;
-        fail_req *q = realloc(sim->fails, (size_t)cap * sizeof(*q));
+        fail_req *q = tether__realloc(sim->fails, (size_t)cap * sizeof(*q));
         if (!q)
             return -1;
         sim->fails = q;
@@ -403,7 +403,7 @@ static int admit(tether_sim *sim, tether_error *err) {
 static sim_conn *conn_alloc(tether_sim *sim) {
     size_t size =
         (sizeof(sim_conn) + CACHE_LINE - 1) & ~(size_t)(CACHE_LINE - 1);
-    sim_conn *c = aligned_alloc(CACHE_LINE, size);
+    sim_conn *c = tether__aligned_alloc(CACHE_LINE, size);
     if (!c)
         return NULL;
     memset(c, 0, size);
@@ -451,7 +451,7 @@ static int sim_connect_start(void *ctx, const tether__endpoint *ep, void **conn,
     }
     pthread_mutex_unlock(&sim->lock);
     if (rc < 0) {
-        free(c);
+        tether__aligned_free(c);
         return rc;
     }
     *conn = c;
@@ -500,7 +500,7 @@ static void sim_close(void *conn) {
     sim->st.resets += load(&c->resets);
     sim->st.uses += load(&c->uses);
     pthread_mutex_unlock(&sim->lock);
-    free(c);
+    tether__aligned_free(c);
 }
 
 /* ---- the hot path ----------------------------------------------------- */

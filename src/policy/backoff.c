@@ -207,13 +207,15 @@ int tether_backoff_validate(const tether_backoff_opts *o, tether_error *err) {
 
 int tether_backoff_create(tether_backoff **out, const tether_backoff_opts *o,
                           tether_error *err) {
+    if (!out)
+        return tether__null(err, "tether_backoff_create", "out");
     *out = NULL;
     tether_backoff_opts full;
     int rc = take(&full, o, err);
     if (rc)
         return rc;
     o = &full;
-    tether_backoff *b = malloc(sizeof(*b));
+    tether_backoff *b = tether__malloc(sizeof(*b));
     if (!b)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
@@ -224,24 +226,29 @@ int tether_backoff_create(tether_backoff **out, const tether_backoff_opts *o,
 }
 
 void tether_backoff_destroy(tether_backoff *b) {
-    free(b);
+    tether__free(b);
 }
 
 int tether_backoff_next(tether_backoff *b, tether_class cause,
                         int64_t *delay_ms) {
+    if (!b || !delay_ms)
+        return TETHER_EINVAL;
     return tether__backoff_next(&b->o, &b->st, cause, delay_ms);
 }
 
 void tether_backoff_reset(tether_backoff *b) {
-    tether__backoff_restart(&b->st, &b->o);
+    if (b)
+        tether__backoff_restart(&b->st, &b->o);
 }
 
 int tether_backoff_count(const tether_backoff *b) {
-    return b->st.n;
+    return b ? b->st.n : 0;
 }
 
 int tether_backoff_preset_sized(const char *name, tether_backoff_opts *o,
                                 size_t size, tether_error *err) {
+    if (!name || !o)
+        return tether__null(err, "tether_backoff_preset", name ? "o" : "name");
     tether_backoff_opts full;
     int rc = backoff_preset(name, &full, err);
     if (rc == 0)

@@ -31,6 +31,10 @@ typedef struct bucket {
 } bucket;
 
 /* A state change waiting for its callback. */
+#define QUEUE_MIN                                                              \
+    8 /* state changes queued at create: no allocation later                   \
+         unless callbacks fall further behind */
+
 typedef struct transition {
     tether_breaker_state from;
     tether_breaker_state to;
@@ -107,6 +111,8 @@ static int breaker_preset(const char *name, tether_breaker_opts *o,
 
 int tether_breaker_preset_sized(const char *name, tether_breaker_opts *o,
                                 size_t size, tether_error *err) {
+    if (!name || !o)
+        return tether__null(err, "tether_breaker_preset", name ? "o" : "name");
     tether_breaker_opts full;
     int rc = breaker_preset(name, &full, err);
     if (rc == 0)
@@ -178,12 +184,17 @@ int tether_breaker_create(tether_breaker **out, const tether_breaker_opts *o,
         rc = validate_open(o, err);
     if (rc)
         return rc;
-    tether_breaker *b = calloc(1, sizeof(*b));
-    if (!b || pthread_mutex_init(&b->lock, NULL) != 0) {
-        free(b);
+    tether_breaker *b = tether__calloc(1, sizeof(*b));
+    if (b) /* room for the state changes not yet told (enqueue) */
+        b->q = tether__calloc(QUEUE_MIN, sizeof(*b->q));
+    if (!b || !b->q || pthread_mutex_init(&b->lock, NULL) != 0) {
+        if (b)
+            tether__free(b->q);
+        tether__free(b);
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "breaker: out of memory");
     }
+    b->qcap = QUEUE_MIN;
     b->o = *o;
     atomic_init(&b->state, TETHER_BREAKER_CLOSED);
     b->width = o->window_ms / NBUCKETS;
@@ -196,8 +207,8 @@ void tether_breaker_destroy(tether_breaker *b) {
     if (!b)
         return;
     pthread_mutex_destroy(&b->lock);
-    free(b->q);
-    free(b);
+    tether__free(b->q);
+    tether__free(b);
 }
 
 /* ---- state changes and their callbacks -------------------------------- */
@@ -210,10 +221,16 @@ static void enqueue(tether_breaker *b, transition t) {
         b->qhead = 0;
     }
     if (b->qlen == b->qcap) {
-        int cap = b->qcap ? b->qcap * 2 : 8;
-        transition *q = realloc(b->q, (size_t)cap * sizeof(*q));
-        if (!q)
-            return; /* out of memory: this callback is lost */
+        int cap = b->qcap * 2; /* create allocated QUEUE_MIN */
+        transition *q = tether__realloc(b->q, (size_t)cap * sizeof(*q));
+        if (!q) { /* out of memory: fold t into the last one not told */
+            transition *last = &b->q[b->qlen - 1];
+            last->to = t.to;
+            last->period_ms = t.period_ms;
+            if (last->from == last->to)
+                b->qlen--; /* back where it was: nothing to tell */
+            return;
+        }
         b->q = q;
         b->qcap = cap;
     }
@@ -380,6 +397,8 @@ static int admit(tether_breaker *b, int64_t now) {
 }
 
 int tether_breaker_allow(tether_breaker *b, tether_error *err) {
+    if (!b)
+        return tether__null(err, "tether_breaker_allow", "b");
     if (atomic_load_explicit(&b->state, memory_order_acquire) ==
         TETHER_BREAKER_CLOSED)
         return TETHER_PERMIT_CALL;
@@ -407,12 +426,23 @@ static void count_closed(tether_breaker *b, int64_t now, int ok) {
 
 void tether_breaker_record(tether_breaker *b, int permit, int ok,
                            const tether_error *err) {
+    if (!b)
+        return;
     int64_t now = tether__now_ms(b->o.clock);
     pthread_mutex_lock(&b->lock);
-    if (!ok)
-        cache_failure(b, err);
     tether_breaker_state s = (tether_breaker_state)atomic_load_explicit(
         &b->state, memory_order_relaxed);
+    if (!ok && err && err->code == TETHER_ENOMEM) {
+        /* Out of memory here says nothing of the other side: not a
+         * failure, and a probe that hit it decides nothing (the next
+         * caller probes at once). */
+        if (permit == TETHER_PERMIT_PROBE && s == TETHER_BREAKER_HALF_OPEN)
+            b->probe_at = now - b->period;
+        unlock(b);
+        return;
+    }
+    if (!ok)
+        cache_failure(b, err);
     if (s == TETHER_BREAKER_CLOSED) {
         count_closed(b, now, ok);
     } else if (permit == TETHER_PERMIT_PROBE && s == TETHER_BREAKER_HALF_OPEN) {
@@ -455,11 +485,15 @@ int tether__breaker_blocks(tether_breaker *b) {
 }
 
 tether_breaker_state tether_breaker_state_get(tether_breaker *b) {
+    if (!b)
+        return TETHER_BREAKER_CLOSED;
     return (tether_breaker_state)atomic_load_explicit(&b->state,
                                                       memory_order_acquire);
 }
 
 int64_t tether_breaker_open_ms(tether_breaker *b) {
+    if (!b)
+        return 0;
     pthread_mutex_lock(&b->lock);
     int64_t period = b->period;
     pthread_mutex_unlock(&b->lock);
@@ -467,12 +501,16 @@ int64_t tether_breaker_open_ms(tether_breaker *b) {
 }
 
 void tether_breaker_isolate(tether_breaker *b) {
+    if (!b)
+        return;
     pthread_mutex_lock(&b->lock);
     set_state(b, TETHER_BREAKER_ISOLATED);
     unlock(b);
 }
 
 void tether_breaker_reset(tether_breaker *b) {
+    if (!b)
+        return;
     pthread_mutex_lock(&b->lock);
     b->consecutive = 0;
     b->has_last = 0;

@@ -69,7 +69,7 @@ int tether_budget_create(tether_budget **out, const tether_budget_opts *o,
     rc = validate(o, err);
     if (rc)
         return rc;
-    tether_budget *b = calloc(1, sizeof(*b));
+    tether_budget *b = tether__calloc(1, sizeof(*b));
     if (!b)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 "budget: out of memory");
@@ -80,12 +80,14 @@ int tether_budget_create(tether_budget **out, const tether_budget_opts *o,
 }
 
 void tether_budget_destroy(tether_budget *b) {
-    free(b);
+    tether__free(b);
 }
 
 /* The token count guards no other data, so relaxed ordering is enough: the
  * CAS alone makes each update atomic. */
 int tether_budget_withdraw(tether_budget *b, int after_timeout) {
+    if (!b)
+        return TETHER_EINVAL;
     int cost = after_timeout ? b->o.timeout_cost : b->o.retry_cost;
     int cur = atomic_load_explicit(&b->tokens, memory_order_relaxed);
     do {
@@ -98,6 +100,8 @@ int tether_budget_withdraw(tether_budget *b, int after_timeout) {
 }
 
 void tether_budget_success(tether_budget *b, int cost) {
+    if (!b)
+        return;
     int refund = cost > 0 ? cost : b->o.success_refund;
     if (cost < 0 || refund == 0)
         return;
@@ -114,6 +118,8 @@ void tether_budget_success(tether_budget *b, int cost) {
 }
 
 int tether_budget_tokens(const tether_budget *b) {
+    if (!b)
+        return 0;
     return atomic_load_explicit((_Atomic int *)&b->tokens,
                                 memory_order_relaxed);
 }

@@ -186,7 +186,7 @@ int tether_retry_create(tether_retry **out, const tether_retry_opts *o,
     rc = validate(o, err);
     if (rc)
         return rc;
-    tether_retry *r = aligned_alloc(64, sizeof(*r));
+    tether_retry *r = tether__aligned_alloc(64, sizeof(*r));
     if (r)
         memset(r, 0, sizeof(*r));
     if (!r)
@@ -207,7 +207,7 @@ int tether_retry_create(tether_retry **out, const tether_retry_opts *o,
 }
 
 void tether_retry_destroy(tether_retry *r) {
-    free(r);
+    tether__aligned_free(r);
 }
 
 static void retry_stats(const tether_retry *r, tether_retry_stats *out) {

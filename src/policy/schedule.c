@@ -146,7 +146,7 @@ int tether_schedule_create(tether_schedule **out, const tether_schedule_opts *o,
     rc = validate(o, err);
     if (rc)
         return rc;
-    tether_schedule *s = calloc(1, sizeof(*s));
+    tether_schedule *s = tether__calloc(1, sizeof(*s));
     if (!s)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
@@ -157,7 +157,7 @@ int tether_schedule_create(tether_schedule **out, const tether_schedule_opts *o,
 }
 
 void tether_schedule_destroy(tether_schedule *s) {
-    free(s);
+    tether__free(s);
 }
 
 /* ---- step builders ----------------------------------------------------- */
@@ -340,6 +340,13 @@ static void next_streaming(tether_schedule *s, int64_t now_ms,
 
 void tether_schedule_next(tether_schedule *s, int64_t now_ms,
                           tether_step *step) {
+    if (!step)
+        return;
+    if (!s) { /* nothing to schedule */
+        memset(step, 0, sizeof(*step));
+        step->kind = TETHER_STEP_DONE;
+        return;
+    }
     if (s->done) {
         emit(s, TETHER_STEP_DONE, step);
         return;

@@ -94,7 +94,7 @@ static void *keepalive_main(void *arg) {
     keepalive_job *j = arg;
     keepalive_run(j->p, j->slots, j->n);
     worker_done(j->p);
-    free(j);
+    tether__free(j);
     return NULL;
 }
 
@@ -103,7 +103,7 @@ static void *keepalive_main(void *arg) {
 static void keepalive_start(tether_pool *p, tether__slot **slots, int n) {
     keepalive_job *j = NULL;
     if (p->real_clock)
-        j = malloc(sizeof(*j) + sizeof(tether__slot *) * (size_t)n);
+        j = tether__malloc(sizeof(*j) + sizeof(tether__slot *) * (size_t)n);
     if (!j) {
         keepalive_run(p, slots, n);
         return;
@@ -117,7 +117,7 @@ static void keepalive_start(tether_pool *p, tether__slot **slots, int n) {
     if (spawn(keepalive_main, j) != 0) {
         worker_done(p);
         keepalive_run(p, slots, n);
-        free(j);
+        tether__free(j);
     }
 }
 

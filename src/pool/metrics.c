@@ -203,6 +203,11 @@ static void histogram(out *o, const char *l, const tether_pool_metrics *m) {
 }
 
 size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf, size_t size) {
+    if (!p) { /* no pool: no text */
+        if (buf && size)
+            buf[0] = '\0';
+        return 0;
+    }
     tether_pool_metrics m;
     tether_pool_metrics_get(p, &m);
     char l[2 * TETHER_POOL_NAME_MAX + 1]; /* names are checked at create */
@@ -217,12 +222,15 @@ size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf, size_t size) {
 }
 
 const char *tether_pool_name(const tether_pool *p) {
-    return p->name;
+    return p ? p->name : NULL;
 }
 
 void tether_pool_metrics_get_sized(tether_pool *p, tether_pool_metrics *m,
                                    size_t size) {
     tether_pool_metrics full;
-    pool_metrics(p, &full);
+    if (p)
+        pool_metrics(p, &full);
+    else
+        memset(&full, 0, sizeof(full)); /* no pool: zeros */
     tether__sized_out(m, size, &full, sizeof(full));
 }

@@ -87,8 +87,8 @@ int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
 }
 
 void tether__pool_keys_free(pool_keys *k) {
-    free(k->reset_query);
-    free(k->name);
+    tether__free(k->reset_query);
+    tether__free(k->name);
 }
 
 /* open_connector makes the pool's connector from the same string. */
@@ -106,7 +106,11 @@ static int open_connector(const char *conninfo, tether_event_fn on_event,
 int tether_pool_open(tether_pool **out, const char *conninfo,
                      tether_event_fn on_event, void *event_ctx,
                      tether_error *err) {
+    if (!out)
+        return tether__null(err, "tether_pool_open", "out");
     *out = NULL;
+    if (!conninfo)
+        return tether__null(err, "tether_pool_open", "conninfo");
     pool_keys k;
     tether_connector *c = NULL;
     int rc = tether__pool_keys_parse(conninfo, &k, err);

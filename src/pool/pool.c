@@ -109,7 +109,7 @@ static int check_opts(const tether_pool_opts *o, tether_error *err) {
 /* ---- create / destroy ---------------------------------------------------- */
 
 static char *dup_or_null(const char *s) {
-    return s ? strdup(s) : NULL;
+    return s ? tether__strdup(s) : NULL;
 }
 
 static int make_policies(tether_pool *p, tether_error *err) {
@@ -147,16 +147,16 @@ static void free_pool(tether_pool *p) {
     tether_connector_destroy(p->own_connector);
     tether_breaker_destroy(p->breaker);
     tether_retry_destroy(p->retry);
-    free(p->slots);
-    free(p->conninfo);
-    free(p->name);
-    free(p->reset_query);
-    free(p);
+    tether__aligned_free(p->slots);
+    tether__free(p->conninfo);
+    tether__free(p->name);
+    tether__free(p->reset_query);
+    tether__aligned_free(p);
 }
 
 static int alloc_pool(tether_pool **out, const tether_pool_opts *o,
                       tether_error *err) {
-    tether_pool *p = aligned_alloc(64, sizeof(*p));
+    tether_pool *p = tether__aligned_alloc(64, sizeof(*p));
     if (!p)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
@@ -164,7 +164,7 @@ static int alloc_pool(tether_pool **out, const tether_pool_opts *o,
     p->o = *o;
     p->nslots = o->max_size;
     size_t bytes = sizeof(tether__slot) * (size_t)p->nslots;
-    p->slots = aligned_alloc(64, bytes);
+    p->slots = tether__aligned_alloc(64, bytes);
     p->conninfo = dup_or_null(o->conninfo);
     p->id = atomic_fetch_add(&next_pool_id, 1);
     char dflt[32]; /* "pool-N": unique in the process */
@@ -182,6 +182,8 @@ static int alloc_pool(tether_pool **out, const tether_pool_opts *o,
 
 int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
                        tether_error *err) {
+    if (!out)
+        return tether__null(err, "tether_pool_create", "out");
     *out = NULL;
     if (!o)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
@@ -938,6 +940,11 @@ TETHER__HOT int tether__pool_take(tether_pool *p, int64_t timeout_ms,
 TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
                                        tether_lease **out, tether_error *err,
                                        const char *file, int line) {
+    if (__builtin_expect(!p || !out, 0)) {
+        if (out)
+            *out = NULL;
+        return tether__null(err, "tether_pool_acquire", p ? "out" : "p");
+    }
     tether__slot *s;
     int rc = take(p, timeout_ms, &s, err, file, line);
     *out = rc == 0 ? lease_token(s) : NULL;
@@ -996,7 +1003,7 @@ __attribute__((noinline)) static int stale_lease(const tether_lease *l,
 
 TETHER__HOT int tether_lease_release(tether_lease *l) {
     if (!l)
-        return TETHER_EINVAL;
+        return 0; /* as free(NULL) */
     tether__slot *s = lease_held(l);
     if (!s)
         return stale_lease(l, "release");
@@ -1006,7 +1013,7 @@ TETHER__HOT int tether_lease_release(tether_lease *l) {
 
 int tether_lease_discard(tether_lease *l) {
     if (!l)
-        return TETHER_EINVAL;
+        return 0; /* as free(NULL) */
     tether__slot *s = lease_held(l);
     if (!s)
         return stale_lease(l, "discard");
@@ -1044,6 +1051,8 @@ static void sweep_idle(tether_pool *p, close_reason why) {
 }
 
 void tether_pool_clear(tether_pool *p) {
+    if (!p)
+        return;
     atomic_fetch_add(&p->gen, 1);
     sweep_idle(p, CLOSE_CLEARED);
 }
@@ -1060,6 +1069,8 @@ static void wake_all_closed(tether_pool *p) {
 }
 
 int tether_pool_close(tether_pool *p, int64_t wait_ms, tether_error *err) {
+    if (!p)
+        return tether__null(err, "tether_pool_close", "p");
     atomic_store(&p->closing, 1);
     atomic_fetch_add(&p->gen, 1); /* what the fast path finds is stale */
     wake_all_closed(p);

@@ -48,6 +48,8 @@ TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
 TETHER__HOT int tether_pool_run_for(tether_pool *p, unsigned flags,
                                     int64_t timeout_ms, tether_work_fn fn,
                                     void *arg, tether_error *err) {
+    if (!p || !fn)
+        return tether__null(err, "tether_pool_run", p ? "fn" : "p");
     run_ctx c = {p, fn, arg};
     return tether_retry_run_for(p->retry, flags & TETHER_IDEMPOTENT, timeout_ms,
                                 run_once, &c, err);

@@ -63,7 +63,7 @@ static int dup_opt(const char *s, char **out) {
     *out = NULL;
     if (!s)
         return 0;
-    *out = strdup(s);
+    *out = tether__strdup(s);
     return *out ? 0 : -1;
 }
 
@@ -82,10 +82,10 @@ static int check_opts(const tether_registry_opts *o, tether_error *err) {
 }
 
 static void registry_free(tether_registry *r) {
-    free(r->tmpl_name);
-    free(r->tmpl_reset);
-    free(r->v);
-    free(r);
+    tether__free(r->tmpl_name);
+    tether__free(r->tmpl_reset);
+    tether__free(r->v);
+    tether__free(r);
 }
 
 int tether_registry_create(tether_registry **out, const tether_registry_opts *o,
@@ -106,7 +106,7 @@ int tether_registry_create(tether_registry **out, const tether_registry_opts *o,
     if (rc != 0)
         return rc;
     o = &full;
-    tether_registry *r = calloc(1, sizeof(*r));
+    tether_registry *r = tether__calloc(1, sizeof(*r));
     if (!r || dup_opt(o->pool.name, &r->tmpl_name) ||
         dup_opt(o->pool.reset_query, &r->tmpl_reset) ||
         pthread_mutex_init(&r->lock, NULL) != 0) {
@@ -125,9 +125,9 @@ int tether_registry_create(tether_registry **out, const tether_registry_opts *o,
 }
 
 static void entry_free(entry *e) {
-    free(e->key);
-    free(e->name);
-    free(e);
+    tether__free(e->key);
+    tether__free(e->name);
+    tether__free(e);
 }
 
 /* entry_destroy closes and destroys e's pool, then frees e. */
@@ -171,7 +171,7 @@ static entry *find(const tether_registry *r, const char *key, int *at) {
 static int insert_at(tether_registry *r, int at, entry *e) {
     if (r->n == r->cap) {
         int cap = r->cap ? r->cap * 2 : 8;
-        entry **v = realloc(r->v, (size_t)cap * sizeof(*v));
+        entry **v = tether__realloc(r->v, (size_t)cap * sizeof(*v));
         if (!v)
             return -1;
         r->v = v;
@@ -262,16 +262,16 @@ static int key_make(conn_key *k, const char *conninfo, tether_error *err) {
 
 static void key_free(conn_key *k) {
     if (k->key && k->key != k->buf)
-        free(k->key);
+        tether__free(k->key);
     tether__conninfo_free(&k->ci);
 }
 
 /* entry_new makes the entry and pool for conninfo (lock held). */
 static int entry_new(tether_registry *r, const char *conninfo,
                      const conn_key *k, entry **out, tether_error *err) {
-    entry *e = calloc(1, sizeof(*e));
+    entry *e = tether__calloc(1, sizeof(*e));
     if (e) {
-        e->key = strdup(k->key);
+        e->key = tether__strdup(k->key);
         e->name = tether__conninfo_dup(&k->ci, 1);
     }
     if (!e || !e->key || !e->name) {
@@ -293,7 +293,7 @@ static int entry_new(tether_registry *r, const char *conninfo,
     if (rc == 0)
         rc = po.driver ? tether_pool_create(&e->pool, &po, err)
                        : tether_pool_open(&e->pool, conninfo, NULL, NULL, err);
-    free(name);
+    tether__free(name);
     if (rc != 0) {
         entry_free(e);
         return rc;
@@ -351,8 +351,10 @@ int tether_registry_acquire_at(tether_registry *r, const char *conninfo,
     if (out)
         *out = NULL;
     if (!r || !conninfo || !out)
-        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
-                                "registry: r, conninfo and out are required");
+        return tether__null(err, "tether_registry_acquire",
+                            !r          ? "r"
+                            : !conninfo ? "conninfo"
+                                        : "out");
     entry *e = NULL, *victims = NULL;
     int rc = pin(r, conninfo, &e, &victims, err);
     evict(r, victims);
@@ -368,7 +370,7 @@ void tether_registry_clear_all(tether_registry *r) {
         return;
     pthread_mutex_lock(&r->lock);
     int n = r->n;
-    entry **pinned = malloc((size_t)(n > 0 ? n : 1) * sizeof(*pinned));
+    entry **pinned = tether__malloc((size_t)(n > 0 ? n : 1) * sizeof(*pinned));
     if (!pinned) { /* no memory: clear under the lock instead */
         for (int i = 0; i < n; i++)
             tether_pool_clear(r->v[i]->pool);
@@ -386,7 +388,7 @@ void tether_registry_clear_all(tether_registry *r) {
     for (int i = 0; i < n; i++)
         pinned[i]->busy--;
     pthread_mutex_unlock(&r->lock);
-    free(pinned);
+    tether__free(pinned);
 }
 
 int tether_registry_count(tether_registry *r) {
