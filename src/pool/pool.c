@@ -397,9 +397,9 @@ int tether__pool_retire_due(tether_pool *p, const tether__slot *s,
  * 1 when it was good after a round-trip validation (its duration in
  * *validate_us), -1 when it was discarded (the caller looks for
  * another). */
-TETHER__HOT static int checkout(tether_pool *p, tether__slot *s,
-                                const char *file, int line,
-                                int64_t *validate_us) {
+TETHER__HOT static inline __attribute__((always_inline)) int
+checkout(tether_pool *p, tether__slot *s, const char *file, int line,
+         int64_t *validate_us) {
     int64_t now = tether__pool_now(p);
     int validated = 0;
     if (s->gen != atomic_load_explicit(&p->gen, memory_order_relaxed)) {
