@@ -1,7 +1,8 @@
 /*
  * tether.h - connection pool, failover connector and transient-fault handling.
  *
- * The main public header; tether_pq.h adds the PostgreSQL specifics and
+ * The main public header; tether_pq.h adds the PostgreSQL specifics,
+ * tether_driver.h the driver interface and the TCP driver, and
  * tether_sim.h a simulated driver and a virtual clock for tests.
  * Conventions:
  *   - every object is an opaque handle with a create/destroy pair; destroy
@@ -395,7 +396,10 @@ TETHER_API void tether_schedule_next(tether_schedule *s, int64_t now_ms,
 /* tether_schedule_provisioned reports the outcome of a PROVISION step
  * (ok = 1 success) and the new number of hosts (ignored when ok = 0). A
  * PROVISION step left unreported, or ok with nhosts < 1, counts as a failed
- * provisioning call. */
+ * provisioning call. The sequential, random, round-robin and race timings
+ * emit no PROVISION step: for them, a report with ok between two passes
+ * (after the PAUSE step) sets the number of hosts of the next pass, as
+ * the connector does when its provisioning callback refreshed the list. */
 TETHER_API void tether_schedule_provisioned(tether_schedule *s, int ok,
                                             int nhosts);
 
@@ -741,8 +745,10 @@ TETHER_API int tether_duration_parse(const char *text, int64_t *ms);
 /* ------------------------------------------------------------------------ */
 
 /* A driver talks to one kind of server. Users pick one by handle:
- * tether_driver_pq() (tether_pq.h) for PostgreSQL, tether_driver_sim()
- * (tether_sim.h) for tests. Its operations are internal. */
+ * tether_driver_pq() (tether_pq.h) for PostgreSQL, tether_driver_tcp()
+ * (tether_driver.h) for any TCP service, tether_driver_sim()
+ * (tether_sim.h) for tests. Its operations, and how to write a driver,
+ * are in tether_driver.h (docs/drivers.md). */
 typedef struct tether_driver tether_driver;
 
 /* ------------------------------------------------------------------------ */
