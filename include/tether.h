@@ -810,9 +810,11 @@ typedef struct tether_connect_event {
 typedef void (*tether_event_fn)(void *ctx, const tether_connect_event *ev);
 
 /* An endpoint provisioning callback: called when a pass over the host
- * list is exhausted (and first, for the streaming strategy). It writes a
- * new list as "host:port,host:port" into buf (cap bytes) and returns 0, or
- * a negative code when the provisioning service failed. */
+ * list is exhausted (sequential, random, round-robin: before the pause
+ * that starts the next pass), and first, for the streaming strategy. It
+ * writes a new list as "host:port,host:port" (a host with several ports:
+ * "host:6379|6380") into buf (cap bytes) and returns 0, or a negative code
+ * when the provisioning service failed (the list is then kept). */
 typedef int (*tether_provision_fn)(void *ctx, char *buf, size_t cap);
 
 /* Connector options. Defaults: the PostgreSQL driver, no callbacks, real
