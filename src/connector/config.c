@@ -279,6 +279,8 @@ static int one_key(tether__conncfg *cfg, const char *k, const char *v,
  * string leaves it out: its PG* environment variable's value, when set
  * (malloc'd), else NULL. */
 static char *env_default(PQconninfoOption *defs, const char *kw) {
+    if (!defs) /* the environment is not read (the TCP driver) */
+        return NULL;
     for (PQconninfoOption *o = defs; o && o->keyword; o++)
         if (!strcmp(o->keyword, kw) && o->envvar && getenv(o->envvar) && o->val)
             return strdup(o->val);
@@ -324,13 +326,18 @@ static int endpoints(tether__conncfg *cfg, const tether__conninfo *ci,
 
 int tether__conncfg_parse(const char *conninfo, tether__conncfg *cfg,
                           tether_error *err) {
+    return tether__conncfg_parse_env(conninfo, 1, cfg, err);
+}
+
+int tether__conncfg_parse_env(const char *conninfo, int use_env,
+                              tether__conncfg *cfg, tether_error *err) {
     defaults(cfg);
     tether__conninfo ci;
     memset(&ci, 0, sizeof(ci));
     int rc = tether__conninfo_parse(conninfo, &ci, err);
     for (size_t i = 0; rc == 0 && i < ci.n; i++)
         rc = one_key(cfg, ci.kv[i].key, ci.kv[i].val, err);
-    PQconninfoOption *defs = rc == 0 ? PQconndefaults() : NULL;
+    PQconninfoOption *defs = rc == 0 && use_env ? PQconndefaults() : NULL;
     if (rc == 0)
         rc = env_keys(cfg, &ci, defs, err);
     if (rc == 0)

@@ -61,7 +61,9 @@ int tether_connector_create(tether_connector **out,
                                 NULL);
     c->o = *o;
     c->o.conninfo = NULL; /* may hold a password: not kept */
-    rc = tether__conncfg_parse(o->conninfo, &c->cfg, err);
+    /* libpq's PG* variables are PostgreSQL's: not for the TCP driver */
+    rc = tether__conncfg_parse_env(
+        o->conninfo, o->driver != tether_driver_tcp(), &c->cfg, err);
     if (rc == 0)
         rc = make_driver_ctx(c, err);
     if (rc == 0 && !(c->cache = calloc((size_t)c->cfg.neps, sizeof(*c->cache))))

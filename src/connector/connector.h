@@ -48,6 +48,12 @@ typedef struct tether__conncfg {
 int tether__conncfg_parse(const char *conninfo, tether__conncfg *cfg,
                           tether_error *err);
 
+/* tether__conncfg_parse_env is tether__conncfg_parse, reading the PG*
+ * environment for what the string leaves out only when use_env is set
+ * (not for the TCP driver: PGPORT is no Redis port). */
+int tether__conncfg_parse_env(const char *conninfo, int use_env,
+                              tether__conncfg *cfg, tether_error *err);
+
 /* tether__conncfg_free releases what cfg holds. */
 void tether__conncfg_free(tether__conncfg *cfg);
 

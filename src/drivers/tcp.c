@@ -174,7 +174,12 @@ static void name_peer(tether_tcp_conn *c, const tether_endpoint *ep) {
 }
 
 static int check_endpoint(const tether_endpoint *ep, tether_error *err) {
-    if (!ep || (!ep->host && !ep->hostaddr))
+    if (!ep)
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "tcp: no endpoint (the TCP driver connects "
+                                "through a connector: set the pool's "
+                                "connector)");
+    if (!ep->host && !ep->hostaddr)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "tcp: no host to connect to (set host= in "
                                 "the connection string)");
@@ -253,7 +258,7 @@ static int tcp_connect_start(void *ctx, const tether_endpoint *ep, void **conn,
 static int tcp_connect_poll(void *conn, tether_wait *w, tether_error *err) {
     tether_tcp_conn *c = conn;
     struct pollfd pfd = {c->fd, POLLOUT, 0};
-    if (poll(&pfd, 1, 0) == 0) { /* woken early: wait on */
+    if (poll(&pfd, 1, 0) <= 0) { /* woken early (or EINTR): wait on */
         *w = (tether_wait){c->fd, POLLOUT, -1};
         return TETHER_IN_PROGRESS;
     }

@@ -12,7 +12,9 @@
 #include <cmocka.h>
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -315,9 +317,11 @@ static void test_errors(void **state) {
     assert_int_equal(err.code, TETHER_ESPEC);
     if (!strstr(err.message, "\"dbname\""))
         fail_msg("message \"%s\"", err.message);
-    /* a host without a port */
+    /* a host without a port; libpq's PGPORT is not the TCP driver's */
+    setenv("PGPORT", "5432", 1);
     tether_connector *c =
         make("host=127.0.0.1 tether_login_timeout=1s", NULL, NULL, &err);
+    unsetenv("PGPORT");
     assert_non_null(c);
     void *h = NULL;
     assert_int_equal(tether_connector_connect(c, &h, &err), TETHER_EINVAL);
@@ -371,6 +375,54 @@ static void test_setup_fails(void **state) {
     close(lfd);
 }
 
+/* Defaults: TCP_NODELAY, SO_KEEPALIVE, a blocking socket; nonblocking
+ * leaves O_NONBLOCK. A pool without a connector has no endpoint. */
+static void test_socket_options(void **state) {
+    (void)state;
+    int live, lfd = listen_on(&live);
+    char ci[128];
+    snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d", live);
+    for (int nb = 0; nb <= 1; nb++) {
+        tether_tcp_opts o;
+        tether_tcp_opts_init(&o);
+        o.nonblocking = nb;
+        tether_tcp *t = NULL;
+        assert_int_equal(tether_tcp_create(&t, &o, NULL), 0);
+        tether_error err = {0};
+        tether_connector *c = make(ci, t, NULL, &err);
+        void *h = NULL;
+        assert_int_equal(tether_connector_connect(c, &h, &err), 0);
+        int fd = tether_tcp_fd(h), v = 0;
+        socklen_t len = sizeof(v);
+        assert_int_equal((fcntl(fd, F_GETFL) & O_NONBLOCK) != 0, nb);
+        assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &v, &len), 0);
+        assert_true(v != 0);
+        assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &v, &len), 0);
+        assert_true(v != 0);
+        tether_connector_close(c, h);
+        tether_connector_destroy(c);
+        tether_tcp_destroy(t);
+    }
+    close(lfd);
+    /* the TCP driver needs an endpoint: a pool without a connector */
+    tether_tcp *t = NULL;
+    assert_int_equal(tether_tcp_create(&t, NULL, NULL), 0);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.driver = tether_driver_tcp();
+    po.driver_ctx = t;
+    po.use_breaker = 0;
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_create(&p, &po, &err), 0);
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(p, 500, &l, &err), TETHER_EINVAL);
+    if (!strstr(err.message, "no endpoint"))
+        fail_msg("message \"%s\"", err.message);
+    tether_pool_destroy(p);
+    tether_tcp_destroy(t);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ports_in_turn),
@@ -379,6 +431,7 @@ int main(void) {
         cmocka_unit_test(test_unix_socket),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_setup_fails),
+        cmocka_unit_test(test_socket_options),
     };
     return cmocka_run_group_tests_name("tcp", tests, NULL, NULL);
 }
