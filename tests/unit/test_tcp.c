@@ -1,9 +1,10 @@
 /* test_tcp.c - the TCP driver (src/drivers/tcp.c) against real sockets on
  * loopback: connects to listening ports and refusals from closed ones,
- * several ports per host in turn, the peek that finds a connection the
- * server closed, the caller's setup/validate/reset/teardown hooks (run by
- * a pool), a Unix-domain socket, and the errors of a bad endpoint or a
- * driver keyword. */
+ * several ports per host in turn, the provisioning callback refreshing the
+ * list between passes (sequential, streaming), the peek that finds a
+ * connection the server closed, the caller's setup/validate/reset/teardown
+ * hooks (run by a pool), socket options, a Unix-domain socket, and the
+ * errors of a bad endpoint or a driver keyword. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -160,6 +161,74 @@ static void test_refused(void **state) {
         fail_msg("message \"%s\"", err.message);
     assert_true(err.attempts >= 2); /* passes go on until the timeout */
     tether_connector_destroy(c);
+}
+
+/* A provisioning service: its answer, and how often it was asked. */
+typedef struct provider {
+    char answer[128];
+    int calls;
+} provider;
+
+static int provide(void *ctx, char *buf, size_t cap) {
+    provider *pv = ctx;
+    pv->calls++;
+    snprintf(buf, cap, "%s", pv->answer);
+    return 0;
+}
+
+/* When a pass over the list is exhausted, the provisioning callback
+ * refreshes it: sequential asks between passes, streaming first and
+ * between passes. The new list's server has a closed and a listening
+ * port, tried in turn. */
+static void test_provisioning(void **state) {
+    (void)state;
+    int live, lfd = listen_on(&live);
+    int d1 = closed_port(), d2 = closed_port();
+    const char *strategies[] = {"sequential", "streaming"};
+    for (int k = 0; k < 2; k++) {
+        provider pv = {"", 0};
+        snprintf(pv.answer, sizeof(pv.answer), "localhost:%d|%d", d2, live);
+        char ci[256];
+        snprintf(ci, sizeof(ci),
+                 "host=127.0.0.1 port=%d tether_strategy=%s "
+                 "tether_pause='fixed base=50ms jitter=none' "
+                 "tether_login_timeout=20s",
+                 d1, strategies[k]);
+        evlog log = {0};
+        tether_connector_opts o;
+        tether_connector_opts_init(&o);
+        o.conninfo = ci;
+        o.driver = tether_driver_tcp();
+        o.on_event = on_event;
+        o.event_ctx = &log;
+        o.provision = provide;
+        o.provision_ctx = &pv;
+        tether_connector *c = NULL;
+        tether_error err = {0};
+        assert_int_equal(tether_connector_create(&c, &o, &err), 0);
+        void *h = NULL;
+        if (tether_connector_connect(c, &h, &err))
+            fail_msg("%s: %s", strategies[k], err.message);
+        assert_int_equal(pv.calls, 1);
+        char want[4][64];
+        int n = 0;
+        if (k == 0) /* sequential: the string's list first */
+            snprintf(want[n++], 64, "fail 127.0.0.1:%d", d1);
+        snprintf(want[n++], 64, "provision (default):0");
+        snprintf(want[n++], 64, "fail localhost:%d", d2);
+        snprintf(want[n++], 64, "ok localhost:%d", live);
+        int j = 0; /* the wanted events in order, pauses between them */
+        for (int i = 0; i < log.n && j < n; i++)
+            if (!strncmp(log.lines[i], want[j], strlen(want[j])))
+                j++;
+            else if (strncmp(log.lines[i], "pause", 5))
+                fail_msg("%s: event %d \"%s\", want \"%s\"", strategies[k], i,
+                         log.lines[i], want[j]);
+        assert_int_equal(j, n);
+        tether_connector_close(c, h);
+        tether_connector_destroy(c);
+    }
+    close(lfd);
 }
 
 /* What the hooks saw. */
@@ -427,6 +496,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ports_in_turn),
         cmocka_unit_test(test_refused),
+        cmocka_unit_test(test_provisioning),
         cmocka_unit_test(test_pool_hooks_and_peek),
         cmocka_unit_test(test_unix_socket),
         cmocka_unit_test(test_errors),
