@@ -1,7 +1,8 @@
 /*
  * tether.h - connection pool, failover connector and transient-fault handling.
  *
- * The main public header; tether_pq.h adds the PostgreSQL specifics and
+ * The main public header; tether_pq.h adds the PostgreSQL specifics,
+ * tether_driver.h the driver interface and the TCP driver, and
  * tether_sim.h a simulated driver and a virtual clock for tests.
  * Conventions:
  *   - every object is an opaque handle with a create/destroy pair; destroy
@@ -443,7 +444,10 @@ TETHER_API void tether_schedule_next(tether_schedule *s, int64_t now_ms,
 /* tether_schedule_provisioned reports the outcome of a PROVISION step
  * (ok = 1 success) and the new number of hosts (ignored when ok = 0). A
  * PROVISION step left unreported, or ok with nhosts < 1, counts as a failed
- * provisioning call. */
+ * provisioning call. The sequential, random, round-robin and race timings
+ * emit no PROVISION step: for them, a report with ok between two passes
+ * (after the PAUSE step) sets the number of hosts of the next pass, as
+ * the connector does when its provisioning callback refreshed the list. */
 TETHER_API void tether_schedule_provisioned(tether_schedule *s, int ok,
                                             int nhosts);
 
@@ -789,8 +793,10 @@ TETHER_API int tether_duration_parse(const char *text, int64_t *ms);
 /* ------------------------------------------------------------------------ */
 
 /* A driver talks to one kind of server. Users pick one by handle:
- * tether_driver_pq() (tether_pq.h) for PostgreSQL, tether_driver_sim()
- * (tether_sim.h) for tests. Its operations are internal. */
+ * tether_driver_pq() (tether_pq.h) for PostgreSQL, tether_driver_tcp()
+ * (tether_driver.h) for any TCP service, tether_driver_sim()
+ * (tether_sim.h) for tests. Its operations, and how to write a driver,
+ * are in tether_driver.h (docs/drivers.md). */
 typedef struct tether_driver tether_driver;
 
 /* ------------------------------------------------------------------------ */
@@ -852,9 +858,11 @@ typedef struct tether_connect_event {
 typedef void (*tether_event_fn)(void *ctx, const tether_connect_event *ev);
 
 /* An endpoint provisioning callback: called when a pass over the host
- * list is exhausted (and first, for the streaming strategy). It writes a
- * new list as "host:port,host:port" into buf (cap bytes) and returns 0, or
- * a negative code when the provisioning service failed. */
+ * list is exhausted (sequential, random, round-robin: before the pause
+ * that starts the next pass), and first, for the streaming strategy. It
+ * writes a new list as "host:port,host:port" (a host with several ports:
+ * "host:6379|6380") into buf (cap bytes) and returns 0, or a negative code
+ * when the provisioning service failed (the list is then kept). */
 typedef int (*tether_provision_fn)(void *ctx, char *buf, size_t cap);
 
 /* Connector options. Defaults: the PostgreSQL driver, no callbacks, real

@@ -1,8 +1,11 @@
-/* probe.c - `tether probe CONNINFO`: connect once with the connection
- * string's strategy and print every attempt (host, phase, error class,
- * elapsed) and the outcome. Passwords never appear: the connector's events
- * and errors carry none. */
+/* probe.c - `tether probe [--driver pq|tcp] CONNINFO`: connect once with
+ * the connection string's strategy and print every attempt (host, port,
+ * phase, error class, elapsed) and the outcome, over PostgreSQL (pq, the
+ * default) or plain TCP to any service (tcp: several servers, each with
+ * several ports, "host=a,b port=6379|6380,7000"). Passwords never appear:
+ * the connector's events and errors carry none. */
 #include "cli.h"
+#include "tether_driver.h"
 
 #include <string.h>
 
@@ -46,23 +49,45 @@ static void on_event(void *ctx, const tether_connect_event *ev) {
 }
 
 static void probe_usage(FILE *f) {
-    fprintf(f, "usage: tether probe CONNINFO [--json]\n\n"
-               "Connects once following the connection string's strategy, role "
-               "target and\ntimeouts (docs/conninfo.md) and prints every "
-               "attempt: host, phase, error\nclass and elapsed time, then the "
-               "outcome. Exit status 0 when connected.\n");
+    fprintf(f,
+            "usage: tether probe [--driver pq|tcp] CONNINFO [--json]\n\n"
+            "Connects once following the connection string's strategy, role "
+            "target and\ntimeouts (docs/conninfo.md) and prints every "
+            "attempt: host, port, phase, error\nclass and elapsed time, then "
+            "the outcome. Exit status 0 when connected.\n\n"
+            "  --driver pq|tcp   pq: PostgreSQL (default); tcp: a plain TCP "
+            "connect to any\n"
+            "                    service (host=a,b port=6379|6380,7000: each "
+            "host and each\n"
+            "                    of its ports in turn)\n"
+            "  --json            one JSON object per attempt or pause, then "
+            "the outcome\n");
 }
 
-enum { OPT_JSON = 256 };
+enum { OPT_JSON = 256, OPT_DRIVER };
 
 static const struct option probe_opts[] = {
-    {"json", no_argument, NULL, OPT_JSON}, {NULL, 0, NULL, 0}};
+    {"json", no_argument, NULL, OPT_JSON},
+    {"driver", required_argument, NULL, OPT_DRIVER},
+    {NULL, 0, NULL, 0}};
 
-/* cli_opt_fn: --json, and the one connection string. */
+typedef struct probe_args {
+    const char *conninfo;
+    const tether_driver *driver; /* NULL: pq */
+} probe_args;
+
+/* cli_opt_fn: --json, --driver, and the one connection string. */
 static int take_opt(void *ctx, int opt, const char *v) {
-    const char **conninfo = ctx;
+    probe_args *a = ctx;
+    const char **conninfo = &a->conninfo;
     if (opt == OPT_JSON)
         json_mode = 1;
+    else if (opt == OPT_DRIVER && !strcmp(v, "tcp"))
+        a->driver = tether_driver_tcp();
+    else if (opt == OPT_DRIVER && !strcmp(v, "pq"))
+        a->driver = NULL;
+    else if (opt == OPT_DRIVER)
+        return cli_usage_error("probe", "--driver: want pq or tcp");
     else if (*conninfo)
         /* not echoed: an unquoted "host=h password=p" arrives in pieces */
         return cli_usage_error("probe",
@@ -100,18 +125,19 @@ static void print_outcome(int rc, const tether_error *err) {
 }
 
 int cli_probe(int argc, char **argv) {
-    const char *conninfo = NULL;
+    probe_args a = {NULL, NULL};
     if (cli_want_help(argc, argv)) {
         probe_usage(stdout);
         return CLI_OK;
     }
-    if (cli_parse_opts("probe", argc, argv, probe_opts, take_opt, &conninfo))
+    if (cli_parse_opts("probe", argc, argv, probe_opts, take_opt, &a))
         return CLI_USAGE;
-    if (!conninfo)
+    if (!a.conninfo)
         return cli_usage_error("probe", "a connection string is required");
     tether_connector_opts o;
     tether_connector_opts_init(&o);
-    o.conninfo = conninfo;
+    o.conninfo = a.conninfo;
+    o.driver = a.driver;
     o.on_event = on_event;
     tether_connector *c = NULL;
     tether_error err = {0};

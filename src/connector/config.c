@@ -158,6 +158,65 @@ static int parse_port(const char *p, int *port, tether_error *err) {
     return 0;
 }
 
+/* The ports of one port item: "p" or "p|p|..." (NULL or "": the default
+ * port, 0). Returns the count (>= 1) stored in ports (at most max), or
+ * TETHER_ESPEC naming the item. */
+static int port_list(const char *it, int *ports, int max, tether_error *err) {
+    static const char want[] =
+        "want a port in [1, 65535], or several joined by | (6379|6380)";
+    if (!it || !*it) {
+        ports[0] = 0;
+        return 1;
+    }
+    int n = 0;
+    for (const char *p = it;; p++) {
+        size_t len = strcspn(p, "|");
+        char one[8];
+        if (len == 0 || len >= sizeof(one) || n == max)
+            return tether__conninfo_bad_value(
+                "port", it, n == max ? "too many ports in one item" : want,
+                err);
+        memcpy(one, p, len);
+        one[len] = '\0';
+        tether_error e = {0};
+        if (parse_port(one, &ports[n++], &e))
+            return tether__conninfo_bad_value("port", it, want, err);
+        p += len;
+        if (!*p)
+            return n;
+    }
+}
+
+/* One server (host item i, its hostaddr and port item): one endpoint per
+ * port, appended at cfg->eps[cfg->neps]. */
+static int add_server(tether__conncfg *cfg, int i, const char *host,
+                      const char *addr, const char *portitem, int cap,
+                      tether_error *err) {
+    int ports[TETHER__MAX_HOSTS];
+    int np = port_list(portitem, ports, TETHER__MAX_HOSTS, err);
+    if (np < 0)
+        return np;
+    if (cfg->neps + np > cap)
+        return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                                "too many host-port pairs (host %d makes "
+                                "more than %d)",
+                                i + 1, cap);
+    for (int k = 0; k < np; k++) {
+        tether__ep *e = &cfg->eps[cfg->neps];
+        e->host = host ? tether__strdup(host) : NULL;
+        e->hostaddr = addr ? tether__strdup(addr) : NULL;
+        e->port = ports[k];
+        e->server = i;
+        cfg->neps++;
+        if ((host && !e->host) || (addr && !e->hostaddr))
+            return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                    NULL);
+    }
+    return 0;
+}
+
+/* host, hostaddr and port lists into endpoints: one per host and port (a
+ * port item may name several ports, "6379|6380"). */
 static int build_endpoints(tether__conncfg *cfg, const char *hosts,
                            const char *ports, const char *addrs,
                            tether_error *err) {
@@ -175,26 +234,25 @@ static int build_endpoints(tether__conncfg *cfg, const char *hosts,
             "connection string: mismatched host and port counts (%d hosts, "
             "%d hostaddrs, %d ports)",
             nh, na, np);
-    cfg->eps = tether__calloc((size_t)n, sizeof(tether__ep));
+    cfg->eps = tether__calloc(TETHER__MAX_HOSTS, sizeof(tether__ep));
     if (!cfg->eps)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
-    cfg->neps = n;
-    for (int i = 0; i < n; i++) {
-        tether__ep *e = &cfg->eps[i];
-        char *p = NULL;
-        int rc = nh ? item(hosts, i, &e->host, err) : 0;
+    int rc = 0;
+    for (int i = 0; i < n && rc == 0; i++) {
+        char *h = NULL, *a = NULL, *p = NULL;
+        rc = nh ? item(hosts, i, &h, err) : 0;
         if (rc == 0 && na)
-            rc = item(addrs, i, &e->hostaddr, err);
+            rc = item(addrs, i, &a, err);
         if (rc == 0 && np)
             rc = item(ports, np == 1 ? 0 : i, &p, err);
-        if (rc == 0 && p)
-            rc = parse_port(p, &e->port, err);
+        if (rc == 0)
+            rc = add_server(cfg, i, h, a, p, TETHER__MAX_HOSTS, err);
+        tether__free(h);
+        tether__free(a);
         tether__free(p);
-        if (rc)
-            return rc;
     }
-    return 0;
+    return rc;
 }
 
 static void defaults(tether__conncfg *cfg) {
@@ -236,6 +294,8 @@ static int one_key(tether__conncfg *cfg, const char *k, const char *v,
  * string leaves it out: its PG* environment variable's value, when set
  * (malloc'd), else NULL. */
 static char *env_default(PQconninfoOption *defs, const char *kw) {
+    if (!defs) /* the environment is not read (the TCP driver) */
+        return NULL;
     for (PQconninfoOption *o = defs; o && o->keyword; o++)
         if (!strcmp(o->keyword, kw) && o->envvar && getenv(o->envvar) && o->val)
             return tether__strdup(o->val);
@@ -281,13 +341,18 @@ static int endpoints(tether__conncfg *cfg, const tether__conninfo *ci,
 
 int tether__conncfg_parse(const char *conninfo, tether__conncfg *cfg,
                           tether_error *err) {
+    return tether__conncfg_parse_env(conninfo, 1, cfg, err);
+}
+
+int tether__conncfg_parse_env(const char *conninfo, int use_env,
+                              tether__conncfg *cfg, tether_error *err) {
     defaults(cfg);
     tether__conninfo ci;
     memset(&ci, 0, sizeof(ci));
     int rc = tether__conninfo_parse(conninfo, &ci, err);
     for (size_t i = 0; rc == 0 && i < ci.n; i++)
         rc = one_key(cfg, ci.kv[i].key, ci.kv[i].val, err);
-    PQconninfoOption *defs = rc == 0 ? PQconndefaults() : NULL;
+    PQconninfoOption *defs = rc == 0 && use_env ? PQconndefaults() : NULL;
     if (rc == 0)
         rc = env_keys(cfg, &ci, defs, err);
     if (rc == 0)
@@ -321,9 +386,11 @@ void tether__conncfg_free(tether__conncfg *cfg) {
     memset(cfg, 0, sizeof(*cfg));
 }
 
-/* host_item splits a provisioned item "h", "h:p", "[v6]" or "[v6]:p"
- * (it, malloc'd, NULL when empty) into ep: the host is never empty. */
-static int host_item(char *it, int i, tether__ep *ep, tether_error *err) {
+/* host_item splits a provisioned item "h", "h:p", "[v6]" or "[v6]:p",
+ * where p may list several ports ("h:6379|6380"), into endpoints appended
+ * to tmp (it is malloc'd, NULL when empty, and freed): the host is never
+ * empty. */
+static int host_item(char *it, int i, tether__conncfg *tmp, tether_error *err) {
     char *host = it, *port = NULL;
     if (it && it[0] == '[') { /* [v6], [v6]:p */
         char *close = strchr(it, ']');
@@ -345,11 +412,17 @@ static int host_item(char *it, int i, tether__ep *ep, tether_error *err) {
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
                                 "provisioning returned an empty host");
     }
-    ep->host = host;
-    return port ? parse_port(port, &ep->port, err) : 0;
+    int rc = port && !*port
+                 ? tether__conninfo_bad_value("port", port, "want a port", err)
+                 : add_server(tmp, i, host, NULL, port, TETHER__MAX_HOSTS, err);
+    tether__free(it);
+    if (rc && err) /* a bad answer: provisioning may do better next time */
+        err->cls = TETHER_CLASS_TRANSIENT;
+    return rc;
 }
 
-/* "h:p,h:p" (a port may be left out; [v6]:p for IPv6). */
+/* "h:p,h:p" (a port may be left out; [v6]:p for IPv6; h:p|p for several
+ * ports). */
 int tether__conncfg_set_hosts(tether__conncfg *cfg, const char *list,
                               tether_error *err) {
     int n = count_items(list);
@@ -360,8 +433,9 @@ int tether__conncfg_set_hosts(tether__conncfg *cfg, const char *list,
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
                                 "provisioning returned %d hosts; at most %d", n,
                                 TETHER__MAX_HOSTS);
-    tether__ep *eps = tether__calloc((size_t)n, sizeof(*eps));
-    if (!eps)
+    tether__conncfg tmp = {
+        .eps = tether__calloc(TETHER__MAX_HOSTS, sizeof(tether__ep))};
+    if (!tmp.eps)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
     int rc = 0;
@@ -369,15 +443,14 @@ int tether__conncfg_set_hosts(tether__conncfg *cfg, const char *list,
         char *it;
         rc = item(list, i, &it, err);
         if (rc == 0)
-            rc = host_item(it, i, &eps[i], err);
+            rc = host_item(it, i, &tmp, err);
     }
-    tether__conncfg tmp = {.eps = eps, .neps = n};
     if (rc) {
         free_eps(&tmp);
         return rc;
     }
     free_eps(cfg);
-    cfg->eps = eps;
-    cfg->neps = n;
+    cfg->eps = tmp.eps;
+    cfg->neps = tmp.neps;
     return 0;
 }

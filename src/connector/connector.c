@@ -65,7 +65,9 @@ int tether_connector_create(tether_connector **out,
                                 NULL);
     c->o = *o;
     c->o.conninfo = NULL; /* may hold a password: not kept */
-    rc = tether__conncfg_parse(o->conninfo, &c->cfg, err);
+    /* libpq's PG* variables are PostgreSQL's: not for the TCP driver */
+    rc = tether__conncfg_parse_env(
+        o->conninfo, o->driver != tether_driver_tcp(), &c->cfg, err);
     if (rc == 0)
         rc = make_driver_ctx(c, err);
     if (rc == 0 &&
@@ -225,7 +227,8 @@ static int connect_ep(run *r, const tether__ep *ep, int64_t budget, void **conn,
                 "ms",
                 ep->host ? ep->host : "(default)", ep->port, (long long)budget);
         int numeric = ep->host && ep->host[0] != '/' && addrs[i][0];
-        tether__endpoint e = {ep->host, numeric ? addrs[i] : NULL, ep->port};
+        tether__endpoint e = {ep->host, numeric ? addrs[i] : NULL, ep->port,
+                              left};
         rc = tether__driver_connect(r->c->drv, r->c->dctx, &e, left, r->clock,
                                     conn, err);
         if (rc == 0 || (err && err->cls == TETHER_CLASS_PERMANENT))
@@ -353,23 +356,37 @@ static int attempt(run *r, const tether_step *st, void **conn) {
 
 /* ---- the loop ------------------------------------------------------------ */
 
+/* The visiting order: the endpoints as listed (each server's ports
+ * together, in order), the servers shuffled (random) or rotated
+ * (round-robin) as wholes. */
 static void make_order(run *r) {
     tether_connector *c = r->c;
+    int srv[TETHER__MAX_HOSTS], ns = 0;
+    pthread_mutex_lock(&c->lock);
     r->n = c->cfg.neps; /* at most TETHER__MAX_HOSTS: config refuses more */
     for (int i = 0; i < r->n; i++)
-        r->order[i] = i;
-    pthread_mutex_lock(&c->lock);
+        if (i == 0 || c->cfg.eps[i].server != c->cfg.eps[i - 1].server)
+            srv[ns++] = i; /* where each server's endpoints start */
+    int perm[TETHER__MAX_HOSTS];
+    for (int i = 0; i < ns; i++)
+        perm[i] = i;
     if (c->cfg.strategy == TETHER_STRATEGY_RANDOM) {
-        for (int i = r->n - 1; i > 0; i--) {
+        for (int i = ns - 1; i > 0; i--) {
             int j = (int)tether__rng_range(&c->rng, 0, i);
-            int t = r->order[i];
-            r->order[i] = r->order[j];
-            r->order[j] = t;
+            int t = perm[i];
+            perm[i] = perm[j];
+            perm[j] = t;
         }
-    } else if (c->cfg.strategy == TETHER_STRATEGY_ROUND_ROBIN) {
-        unsigned s = c->rr++ % (unsigned)r->n;
-        for (int i = 0; i < r->n; i++)
-            r->order[i] = (int)((s + (unsigned)i) % (unsigned)r->n);
+    } else if (c->cfg.strategy == TETHER_STRATEGY_ROUND_ROBIN && ns > 0) {
+        unsigned s = c->rr++ % (unsigned)ns;
+        for (int i = 0; i < ns; i++)
+            perm[i] = (int)((s + (unsigned)i) % (unsigned)ns);
+    }
+    int k = 0;
+    for (int i = 0; i < ns; i++) {
+        int end = perm[i] + 1 < ns ? srv[perm[i] + 1] : r->n;
+        for (int e = srv[perm[i]]; e < end; e++)
+            r->order[k++] = e;
     }
     pthread_mutex_unlock(&c->lock);
 }
@@ -462,6 +479,14 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
         /* A pass ended: a fallback or a permanent failure ends the loop. */
         if (st.kind == TETHER_STEP_DONE || r->fallback || r->permanent)
             return finish(r, conn, err);
+        /* Sequential timing: the provisioning callback refreshes the list
+         * for the next pass (streaming asks in its own steps). */
+        if (r->c->o.provision &&
+            r->c->cfg.strategy != TETHER_STRATEGY_MIRRORING &&
+            r->c->cfg.strategy != TETHER_STRATEGY_STREAMING) {
+            int ok = provision(r); /* r->n is the new count after it */
+            tether_schedule_provisioned(s, ok, r->n);
+        }
         tether__connector_event(r->c, 0, NULL, TETHER_PHASE_PAUSE, NULL, 0,
                                 now_ms(r) - r->start_ms, st.delay_ms);
         r->clock->sleep_ns(r->clock->ctx, st.delay_ms * TETHER__NS_PER_MS);

@@ -15,13 +15,16 @@ typedef struct tether__ep {
     char *host;     /* NULL: the driver's default (libpq: PGHOST/socket) */
     char *hostaddr; /* numeric address given by the user, or NULL */
     int port;       /* 0: default */
+    int server;     /* index of its host in the list: a host with several
+                       ports gives one endpoint per port, in order */
 } tether__ep;
 
 /* What a connection string says to the connector: the endpoints, its
  * keywords, and the libpq keywords for the driver (the pool's keywords are
  * left out: tether_pool_open maps those). */
 /* The most hosts one connection string (or one provisioning answer) may
- * name: a longer list is refused, never cut short in silence. */
+ * name, and the most endpoints (host-port pairs) they may make: a longer
+ * list is refused, never cut short in silence. */
 #define TETHER__MAX_HOSTS 64
 
 typedef struct tether__conncfg {
@@ -45,11 +48,17 @@ typedef struct tether__conncfg {
 int tether__conncfg_parse(const char *conninfo, tether__conncfg *cfg,
                           tether_error *err);
 
+/* tether__conncfg_parse_env is tether__conncfg_parse, reading the PG*
+ * environment for what the string leaves out only when use_env is set
+ * (not for the TCP driver: PGPORT is no Redis port). */
+int tether__conncfg_parse_env(const char *conninfo, int use_env,
+                              tether__conncfg *cfg, tether_error *err);
+
 /* tether__conncfg_free releases what cfg holds. */
 void tether__conncfg_free(tether__conncfg *cfg);
 
 /* tether__conncfg_set_hosts replaces the endpoint list with "h:p,h:p"
- * (provisioning). Returns 0 or TETHER_ESPEC. */
+ * (provisioning; "h:p|p" for several ports). Returns 0 or TETHER_ESPEC. */
 int tether__conncfg_set_hosts(tether__conncfg *cfg, const char *list,
                               tether_error *err);
 

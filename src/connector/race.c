@@ -109,7 +109,7 @@ static int start_next(race *r, void **won) {
     }
     const char *addr = ep->hostaddr ? ep->hostaddr : addrs[0];
     int numeric = ep->host && ep->host[0] != '/' && addr[0];
-    tether__endpoint te = {ep->host, numeric ? addr : NULL, ep->port};
+    tether__endpoint te = {ep->host, numeric ? addr : NULL, ep->port, left};
     flight *f = &r->f[r->nf];
     f->idx = idx;
     f->t0 = now(r);

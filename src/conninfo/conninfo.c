@@ -642,7 +642,8 @@ int tether__conninfo_name_check(const char *key, const char *name,
 static const char *first_item(const tether__conninfo *ci, const char *key,
                               int *len) {
     const char *v = tether__conninfo_get(ci, key);
-    size_t n = v ? strcspn(v, ",") : 0;
+    /* a port item may list several ports ("6379|6380"): the first */
+    size_t n = v ? strcspn(v, strcmp(key, "port") ? "," : ",|") : 0;
     *len = n > 255 ? 255 : (int)n;
     return n ? v : NULL;
 }

@@ -51,6 +51,12 @@ int tether__driver_connect(const tether_driver *d, void *ctx,
     int64_t deadline =
         budget_ms < 0 ? -1 : now_ns(clock) + budget_ms * TETHER__NS_PER_MS;
     tether__wait w = {-1, 0, -1};
+    tether__endpoint e;
+    if (ep) { /* the driver learns the attempt's budget */
+        e = *ep;
+        e.budget_ms = budget_ms < 0 ? -1 : budget_ms;
+        ep = &e;
+    }
     *conn = NULL;
     int rc = d->connect_start(ctx, ep, conn, &w, err);
     while (rc == TETHER__IN_PROGRESS) {

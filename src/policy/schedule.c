@@ -365,7 +365,16 @@ void tether_schedule_next(tether_schedule *s, int64_t now_ms,
 }
 
 void tether_schedule_provisioned(tether_schedule *s, int ok, int nhosts) {
-    if (!s || s->phase != ST_REPORT)
+    if (!s)
+        return;
+    if (s->o.strategy != TETHER_STRATEGY_STREAMING &&
+        s->o.strategy != TETHER_STRATEGY_MIRRORING) {
+        /* sequential timing: between passes, the next pass's host count */
+        if (ok && nhosts >= 1 && s->host == 0 && s->port == 0)
+            s->nhosts = nhosts;
+        return;
+    }
+    if (s->phase != ST_REPORT)
         return;
     s->prov_ok = ok && nhosts >= 1;
     if (s->prov_ok)

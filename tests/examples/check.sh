@@ -6,12 +6,23 @@
 #
 #   check.sh retry BIN      no server needed
 #   check.sh pg_pool BIN    inside scripts/pg-cluster run (PGC_* variables)
+#   check.sh redis_pool BIN starts a redis-server of its own on a free
+#                           loopback port (scripts/free-port), always stopped
 set -uo pipefail
 
-name=${1:?usage: check.sh retry|pg_pool BIN}
-bin=${2:?usage: check.sh retry|pg_pool BIN}
+name=${1:?usage: check.sh retry|pg_pool|redis_pool BIN}
+bin=${2:?usage: check.sh retry|pg_pool|redis_pool BIN}
+here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d /tmp/tether-example.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
+redis_pid=
+cleanup() {
+  if [ -n "$redis_pid" ]; then
+    kill "$redis_pid" 2>/dev/null || true
+    wait "$redis_pid" 2>/dev/null || true
+  fi
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
 fails=0
 
 fail() {
@@ -130,9 +141,55 @@ check_pg_pool() {
   grep -q '^usage: ' "$tmp/err" || fail "no argument: want a usage line on stderr"
 }
 
+# redis_pool: a redis-server on a free loopback port, a closed port listed
+# before it. The example connects through the TCP driver (the closed port
+# refused, then the live one), INCRs 200 times from 4 threads, has the
+# server kill every client but one, holds 4 leases at once (each killed
+# connection found dead at checkout and replaced), INCRs 200 more: the
+# counter is exact and the pool's counts match what was killed.
+check_redis_pool() {
+  command -v redis-server >/dev/null ||
+    { echo "check.sh redis_pool: redis-server not found (scripts/install-deps installs it)" >&2; exit 2; }
+  local port dead
+  port=$(bash "$here/../../scripts/free-port")
+  dead=$(bash "$here/../../scripts/free-port" "$port")
+  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+    --unixsocket '' --dir "$tmp" --logfile "$tmp/redis.log" &
+  redis_pid=$!
+  local i up=0
+  for i in $(seq 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then up=1; break; fi
+    sleep 0.05
+  done
+  [ "$up" = 1 ] || { fail "redis-server did not start on $port: $(cat "$tmp/redis.log" 2>/dev/null)"; return; }
+  run "host=127.0.0.1 port=$dead|$port"
+  [ "$status" -eq 0 ] || fail "exit status $status, want 0"
+  head -n 1 "$tmp/out" | grep -qx "connect 127.0.0.1:$dead fail: connect to 127.0.0.1:$dead: Connection refused" ||
+    fail "first line: want the closed port $dead refused"
+  sed -n 2p "$tmp/out" | grep -qx "connect 127.0.0.1:$port ok" || fail "second line: want 127.0.0.1:$port ok"
+  grep -qx "after 200 INCR: counter 200, connections made 4, closed broken 0" "$tmp/out" ||
+    fail "want 'after 200 INCR: counter 200, connections made 4, closed broken 0'"
+  local killed
+  killed=$(sed -n 's/^CLIENT KILL closed \([0-9]*\) connections$/\1/p' "$tmp/out")
+  [ "${killed:-0}" -eq 3 ] || fail "CLIENT KILL closed '${killed}' connections, want 3 (4 pooled, one asked)"
+  grep -qx "after CLIENT KILL, 4 leases at once: counter 200, connections made 7, closed broken 3" "$tmp/out" ||
+    fail "the 3 killed connections were not found dead at checkout and replaced"
+  grep -Eqx "after 400 INCR: counter 400, connections made [0-9]+, closed broken [0-9]+" "$tmp/out" ||
+    fail "want 'after 400 INCR: counter 400, ...' (no INCR lost)"
+  grep -q "fail" <(tail -n +3 "$tmp/out") && fail "a connect failed after the first"
+  [ ! -s "$tmp/err" ] || fail "unexpected stderr"
+  run "host=127.0.0.1 port=$port||$dead"
+  [ "$status" -eq 2 ] || fail "a bad port list: exit status $status, want 2"
+  grep -q "^bad connection string: .*bad value \"$port||$dead\" for port" "$tmp/err" ||
+    fail "a bad port list: want an error naming the port item"
+  run
+  [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
+}
+
 case $name in
   retry) check_retry ;;
   pg_pool) check_pg_pool ;;
+  redis_pool) check_redis_pool ;;
   *) echo "check.sh: unknown example '$name'" >&2; exit 2 ;;
 esac
 if [ "$fails" -ne 0 ]; then

@@ -14,9 +14,10 @@
  *     host with a comma, every keyword passed to the driver is libpq's,
  *     enums and durations in range;
  *   - pool success: 1 <= min <= max, durations >= 0;
- *   - provisioning success: one endpoint per item, each with a non-empty
- *     host found in its item and a port in [0, 65535]; failure leaves the
- *     previous list as it was.
+ *   - provisioning success: one endpoint per item and port ("h:p|p"),
+ *     the items in order, each with a non-empty host found in its item
+ *     and a port in [0, 65535]; failure leaves the previous list as it
+ *     was.
  * Build and run it like fuzz_conninfo (see CMakeLists.txt here), with a
  * scratch directory first so new inputs never land in the repository:
  *   build-fuzz/tests/fuzz/fuzz_keywords -max_total_time=60 /tmp/fz \
@@ -152,12 +153,16 @@ static void provision(const char *s) {
         int items = 1;
         for (const char *p = s; *p; p++)
             items += *p == ',';
-        CHECK(c.neps == items);
+        CHECK(c.neps >= items); /* an item "h:p|p" gives one per port */
         check_eps(c.eps, c.neps);
         for (int i = 0; i < c.neps; i++) {
             CHECK(c.eps[i].host && *c.eps[i].host);
-            CHECK(item_has(s, i, c.eps[i].host));
+            CHECK(c.eps[i].server >= 0 && c.eps[i].server < items);
+            CHECK(i == 0 || c.eps[i].server == c.eps[i - 1].server ||
+                  c.eps[i].server == c.eps[i - 1].server + 1);
+            CHECK(item_has(s, c.eps[i].server, c.eps[i].host));
         }
+        CHECK(c.eps[c.neps - 1].server == items - 1);
     } else {
         CHECK(rc < 0 && e.code == rc);
         size_t len = strnlen(e.message, sizeof(e.message));

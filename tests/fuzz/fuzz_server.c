@@ -341,7 +341,7 @@ static void quiet(void *arg, const char *message) {
 /* connect runs the driver's connect against the fake server: 0 connected,
  * -1 it failed (checked, closed). */
 static int connect_fake(session *s, const input *in) {
-    tether__endpoint ep = {dir, NULL, PORT};
+    tether__endpoint ep = {dir, NULL, PORT, -1};
     tether__wait w;
     tether_error e;
     memset(&e, 0x5a, sizeof(e));

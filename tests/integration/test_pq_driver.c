@@ -70,7 +70,7 @@ static tether__pq_params *params(const char *password, const char *db) {
 /* try_connect connects to port within budget_ms; returns the rc. */
 static int try_connect(const tether__pq_params *p, int port, int64_t budget_ms,
                        void **conn, tether_error *err) {
-    tether__endpoint ep = {env.host, NULL, port};
+    tether__endpoint ep = {env.host, NULL, port, -1};
     tether_error_clear(err);
     return tether__driver_connect(DRV, (void *)p, &ep, budget_ms, NULL, conn,
                                   err);

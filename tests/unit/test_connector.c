@@ -303,6 +303,56 @@ static void test_parse_keywords(void **state) {
     tether__conncfg_free(&cfg);
 }
 
+/* Several ports per host: "6379|6380" is one port item; each host gives
+ * one endpoint per port, in order; bad forms name the port item. */
+static void test_parse_ports(void **state) {
+    (void)state;
+    tether__conncfg cfg;
+    tether_error err = {0};
+    assert_int_equal(
+        tether__conncfg_parse("host=a,b port=6379|6380,7000", &cfg, &err), 0);
+    assert_int_equal(cfg.neps, 3);
+    const char *hosts[] = {"a", "a", "b"};
+    int ports[] = {6379, 6380, 7000}, servers[] = {0, 0, 1};
+    for (int i = 0; i < 3; i++) {
+        assert_string_equal(cfg.eps[i].host, hosts[i]);
+        assert_int_equal(cfg.eps[i].port, ports[i]);
+        assert_int_equal(cfg.eps[i].server, servers[i]);
+    }
+    tether__conncfg_free(&cfg);
+    /* One port item for every host. */
+    assert_int_equal(tether__conncfg_parse("host=a,b port=1|2", &cfg, &err), 0);
+    assert_int_equal(cfg.neps, 4);
+    assert_string_equal(cfg.eps[3].host, "b");
+    assert_int_equal(cfg.eps[3].port, 2);
+    tether__conncfg_free(&cfg);
+    /* Provisioning answers take the same form after the colon. */
+    memset(&cfg, 0, sizeof(cfg));
+    assert_int_equal(tether__conncfg_set_hosts(&cfg, "a:1|2,b", &err), 0);
+    assert_int_equal(cfg.neps, 3);
+    assert_int_equal(cfg.eps[1].port, 2);
+    assert_int_equal(cfg.eps[2].port, 0);
+    assert_int_equal(cfg.eps[2].server, 1);
+    assert_int_equal(tether__conncfg_set_hosts(&cfg, "a:1||2", &err),
+                     TETHER_ESPEC);
+    assert_int_equal(cfg.neps, 3); /* the old list is kept */
+    tether__conncfg_free(&cfg);
+    const char *bad[] = {"port=1||2", "port=|1",      "port=1|",
+                         "port=1|x",  "port=1|70000", "port=1|-2"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char ci[64];
+        snprintf(ci, sizeof(ci), "host=a password=s3cret %s", bad[i]);
+        expect_spec_error(ci, "for port: want a port");
+        expect_spec_error(ci, "6379|6380");
+    }
+    expect_spec_error("host=a,b,c port=1|2,3", "mismatched host and port");
+    /* 22 hosts of 3 ports: 66 pairs, more than 64. */
+    char ci[512] = "password=s3cret port=1|2|3 host=h0";
+    for (int i = 1; i < 22; i++)
+        snprintf(ci + strlen(ci), sizeof(ci) - strlen(ci), ",h%d", i);
+    expect_spec_error(ci, "too many host-port pairs (host 22");
+}
+
 /* ---- strategies ------------------------------------------------------------
  */
 
@@ -463,6 +513,47 @@ static void test_provisioning(void **state) {
     assert_string_equal(((fconn *)h)->host, "p7");
     assert_int_equal(provisions, 1);
     tether_connector_close(c, h);
+    tether_connector_destroy(c);
+}
+
+static int seq_provisions;
+static int provide_seq(void *ctx, char *buf, size_t cap) {
+    (void)ctx;
+    seq_provisions++;
+    snprintf(buf, cap, "%s", "down2:1|2,p9:3|4");
+    return 0;
+}
+
+/* Sequential: every host and each of its ports in turn; when a pass is
+ * exhausted the provisioning callback refreshes the list for the next. */
+static void test_sequential_provisioning(void **state) {
+    (void)state;
+    evlog log = {0};
+    tether_connector_opts o;
+    tether_connector_opts_init(&o);
+    o.conninfo = "host=down1 port=5|6 tether_strategy=sequential";
+    o.driver = &fake;
+    o.clock = tether_vclock_clock(vc);
+    o.provision = provide_seq;
+    o.on_event = on_event;
+    o.event_ctx = &log;
+    o.seed = 5;
+    tether_connector *c = NULL;
+    tether_error err = {0};
+    seq_provisions = 0;
+    assert_int_equal(tether_connector_create(&c, &o, &err), 0);
+    const char *h = connect_host(c, &err);
+    assert_non_null(h);
+    assert_string_equal(h, "p9");
+    for (int i = 0; i < log.n; i++)
+        print_message("%s\n", log.lines[i]);
+    assert_int_equal(seq_provisions, 1);
+    const char *want[] = {"fail down1:5", "fail down1:6", "provision", "pause",
+                          "fail down2:1", "fail down2:2", "ok p9:3"};
+    assert_int_equal(log.n, 7);
+    for (int i = 0; i < 7; i++)
+        if (strncmp(log.lines[i], want[i], strlen(want[i])))
+            fail_msg("event %d: \"%s\", want \"%s\"", i, log.lines[i], want[i]);
     tether_connector_destroy(c);
 }
 
@@ -734,6 +825,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_parse_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_keywords, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_parse_ports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_environment, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sequential_skips_refused, setup,
@@ -751,6 +843,8 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_race_staggered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_provisioning, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sequential_provisioning, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_error_reasons_sim, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_error_cut_by_deadline, setup,

@@ -501,6 +501,37 @@ static void test_seq_pauses_follow_backoff(void **state) {
     tether_schedule_destroy(s);
 }
 
+/* Sequential timing takes a new host count between passes (after the
+ * PAUSE step: the connector's provisioning callback refreshed the list),
+ * and ignores one reported in the middle of a pass. */
+static void test_seq_host_count_between_passes(void **state) {
+    (void)state;
+    tether_schedule_opts o;
+    tether_schedule_opts_init(&o);
+    o.login_timeout_ms = -1;
+    o.nhosts = 2;
+    tether_schedule *s = make(&o);
+    tether_step st;
+    tether_schedule_next(s, 0, &st);
+    assert_int_equal(st.host, 0);
+    tether_schedule_provisioned(s, 1, 5); /* mid-pass: ignored */
+    tether_schedule_next(s, 0, &st);
+    assert_int_equal(st.host, 1);
+    tether_schedule_next(s, 0, &st);
+    assert_int_equal(st.kind, TETHER_STEP_PAUSE);
+    tether_schedule_provisioned(s, 0, 7); /* failed: ignored */
+    tether_schedule_provisioned(s, 1, 3);
+    for (int i = 0; i < 3; i++) {
+        tether_schedule_next(s, 0, &st);
+        assert_int_equal(st.kind, TETHER_STEP_ATTEMPT);
+        assert_int_equal(st.host, i);
+        assert_int_equal(st.round, 2);
+    }
+    tether_schedule_next(s, 0, &st);
+    assert_int_equal(st.kind, TETHER_STEP_PAUSE);
+    tether_schedule_destroy(s);
+}
+
 static void test_seq_unbounded_budget(void **state) {
     (void)state;
     tether_schedule_opts o;
@@ -636,6 +667,7 @@ int main(void) {
         cmocka_unit_test(test_seq_passes_and_deadline),
         cmocka_unit_test(test_seq_pause_would_reach_deadline),
         cmocka_unit_test(test_seq_pauses_follow_backoff),
+        cmocka_unit_test(test_seq_host_count_between_passes),
         cmocka_unit_test(test_seq_unbounded_budget),
         cmocka_unit_test(test_seq_login_timeout_only),
         cmocka_unit_test(test_seq_immediate_once),

@@ -371,7 +371,7 @@ static void test_auth_failure(void **state) {
     void *conn = NULL;
     tether__wait w;
     tether_error err = {0};
-    tether__endpoint ep = {"db", NULL, 5432};
+    tether__endpoint ep = {"db", NULL, 5432, -1};
     int rc = tether_driver_sim()->connect_start(sim, &ep, &conn, &w, &err);
     assert_int_equal(rc, TETHER_EAUTH);
     assert_null(conn);
