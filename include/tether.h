@@ -483,7 +483,11 @@ typedef struct tether_breaker_opts {
     const tether_clock *clock;
     tether_breaker_fn on_state; /* called outside the breaker's lock */
     void *on_state_ctx;
-    uint64_t reserved_[4]; /* room to grow without moving the fields of
+    double jitter;         /* in [0, 1]: each open lasts a uniform draw from
+                              [(1 - jitter) x period, period], so breakers that
+                              opened together do not probe together; 0: none */
+    uint64_t seed;         /* for the jitter; 0: seeded from the system */
+    uint64_t reserved_[2]; /* room to grow without moving the fields of
                               the options that embed this struct; 0 */
 } tether_breaker_opts;
 

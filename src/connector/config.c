@@ -187,9 +187,14 @@ static void defaults(tether__conncfg *cfg) {
     cfg->login_timeout_ms = 15000;
     cfg->recheck_ms = 10000;
     cfg->race_delay_ms = 250;
+    /* One pass over the hosts per connect: a pause longer than the login
+     * timeout ends it. The pool's breaker paces the next connects (a
+     * fleet-safe whole, docs/backoff.md); a pause set here repeats passes. */
     tether_backoff_opts_init(&cfg->pause);
-    cfg->pause.base_ms = 100;
-    cfg->pause.max_ms = 2000;
+    cfg->pause.kind = TETHER_BACKOFF_FIXED;
+    cfg->pause.base_ms = 60000;
+    cfg->pause.max_ms = 60000;
+    cfg->pause.jitter = TETHER_JITTER_NONE;
 }
 
 static int one_key(tether__conncfg *cfg, const char *k, const char *v,
