@@ -52,6 +52,7 @@ static int set_pause(void *base, const char *key, const char *v,
     tether_error e2 = {0};
     if (tether_retry_opts_parse(v, &ro, &e2) == 0) {
         cfg->pause = ro.backoff;
+        cfg->pause_set = 1;
         return 0;
     }
     return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
@@ -187,14 +188,14 @@ static void defaults(tether__conncfg *cfg) {
     cfg->login_timeout_ms = 15000;
     cfg->recheck_ms = 10000;
     cfg->race_delay_ms = 250;
-    /* One pass over the hosts per connect: a pause longer than the login
-     * timeout ends it. The pool's breaker paces the next connects (a
-     * fleet-safe whole, docs/backoff.md); a pause set here repeats passes. */
+    /* Without tether_pause, a pass that reached no server (each refused,
+     * reset or timed out) ends the connect: the pool's breaker paces the
+     * next (a fleet-safe whole, docs/backoff.md); after one that reached a
+     * server (of the wrong role: a failover under way) the next pass comes
+     * after this pause. */
     tether_backoff_opts_init(&cfg->pause);
-    cfg->pause.kind = TETHER_BACKOFF_FIXED;
-    cfg->pause.base_ms = 60000;
-    cfg->pause.max_ms = 60000;
-    cfg->pause.jitter = TETHER_JITTER_NONE;
+    cfg->pause.base_ms = 100;
+    cfg->pause.max_ms = 2000;
 }
 
 static int one_key(tether__conncfg *cfg, const char *k, const char *v,

@@ -185,6 +185,7 @@ typedef struct run {
     int attempts;
     void *fallback; /* prefer-*: a connection of the other role */
     int permanent;  /* a permanent failure was seen this pass */
+    int reached;    /* a server answered this pass (wrong role, or busy) */
     tether_error last;
     tether__tally tally; /* every endpoint passed over, and why */
 } run;
@@ -333,6 +334,7 @@ static int attempt(run *r, const tether_step *st, void **conn) {
     tether_role role;
     int v = judge_role(r, idx, *conn, &role);
     if (v != 1) {
+        r->reached = 1;
         wrong_role(r, ep, role, &e);
         tether__tally_role(&r->tally, ep, role, c->cfg.target);
     }
@@ -447,9 +449,15 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
             tether_schedule_provisioned(s, ok, r->n);
             continue;
         }
-        /* A pass ended: a fallback or a permanent failure ends the loop. */
-        if (st.kind == TETHER_STEP_DONE || r->fallback || r->permanent)
+        /* A pass ended: a fallback or a permanent failure ends the loop;
+         * so does one that reached no server, unless a pause was set
+         * (config.c: the pool's breaker paces the next connect). */
+        if (st.kind == TETHER_STEP_DONE || r->fallback || r->permanent ||
+            (!r->reached && !r->c->cfg.pause_set &&
+             r->c->cfg.strategy != TETHER_STRATEGY_MIRRORING &&
+             r->c->cfg.strategy != TETHER_STRATEGY_STREAMING))
             return finish(r, conn, err);
+        r->reached = 0;
         tether__connector_event(r->c, 0, NULL, TETHER_PHASE_PAUSE, NULL, 0,
                                 now_ms(r) - r->start_ms, st.delay_ms);
         r->clock->sleep_ns(r->clock->ctx, st.delay_ms * TETHER__NS_PER_MS);
