@@ -418,6 +418,15 @@ static void count_closed(tether_breaker *b, int64_t now, int ok) {
         open_now(b, now, b->o.open_ms);
 }
 
+/* A failed probe grows the period by growth; a probe refused as busy
+ * (throttled: the server is up) at most doubles it, so a caller waiting
+ * for a free slot is not held for the down growth. */
+static double growth_for(const tether_breaker *b, const tether_error *err) {
+    if (err && err->cls == TETHER_CLASS_THROTTLED && b->o.growth > 2.0)
+        return 2.0;
+    return b->o.growth;
+}
+
 void tether_breaker_record(tether_breaker *b, int permit, int ok,
                            const tether_error *err) {
     int64_t now = tether__now_ms(b->o.clock);
@@ -433,7 +442,8 @@ void tether_breaker_record(tether_breaker *b, int permit, int ok,
             close_now(b);
         else
             open_now(b, now,
-                     tether__mul_sat(b->period, b->o.growth, b->o.max_open_ms));
+                     tether__mul_sat(b->period, growth_for(b, err),
+                                     b->o.max_open_ms));
     } else if (b->o.mode == TETHER_BREAKER_RATIO) {
         window_add(b, now, ok); /* late outcome: counted, no state change */
     }

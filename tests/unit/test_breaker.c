@@ -372,6 +372,38 @@ static void test_jitter_spreads_holds(void **state) {
     assert_non_null(strstr(err.message, "jitter"));
 }
 
+/* A probe refused as busy (throttled: the server is up) at most doubles
+ * the period; a probe that found the server down grows it by growth. */
+static void test_throttled_probe_grows_gently(void **state) {
+    (void)state;
+    tether_breaker_opts o;
+    assert_int_equal(tether_breaker_preset("blocking-period", &o, NULL), 0);
+    o.jitter = 0;
+    fixture f;
+    make(&f, &o);
+    tether_error busy = {0};
+    tether_error_set(&busy, TETHER_ETHROTTLED, TETHER_CLASS_THROTTLED,
+                     "sorry, too many clients already");
+    tether_breaker_record(f.b, TETHER_PERMIT_CALL, 0, &busy);
+    assert_int_equal(tether_breaker_open_ms(f.b), 1000);
+    const int64_t want[] = {2000, 4000, 8000, 15000, 15000};
+    for (int i = 0; i < 5; i++) {
+        advance_ms(&f, tether_breaker_open_ms(f.b));
+        assert_int_equal(tether_breaker_allow(f.b, NULL), TETHER_PERMIT_PROBE);
+        tether_breaker_record(f.b, TETHER_PERMIT_PROBE, 0, &busy);
+        assert_int_equal(tether_breaker_open_ms(f.b), want[i]);
+    }
+    /* The same from closed with the server down: 1 s, then 15 s. */
+    tether_breaker_reset(f.b);
+    record_fail(f.b, "refused");
+    advance_ms(&f, 1000);
+    assert_int_equal(tether_breaker_allow(f.b, NULL), TETHER_PERMIT_PROBE);
+    tether_error down = conn_error("refused");
+    tether_breaker_record(f.b, TETHER_PERMIT_PROBE, 0, &down);
+    assert_int_equal(tether_breaker_open_ms(f.b), 15000);
+    done(&f);
+}
+
 static void test_probe_success_resets_period(void **state) {
     (void)state;
     tether_breaker_opts o;
@@ -743,6 +775,7 @@ int main(void) {
         cmocka_unit_test(test_ratio_window_slides),
         cmocka_unit_test(test_blocking_period_timeline),
         cmocka_unit_test(test_jitter_spreads_holds),
+        cmocka_unit_test(test_throttled_probe_grows_gently),
         cmocka_unit_test(test_probe_success_resets_period),
         cmocka_unit_test(test_exactly_one_probe),
         cmocka_unit_test(test_callback_order),
