@@ -24,8 +24,8 @@ static const char *const strategy_conninfo[] = {
     "host=storm tether_pause='exponential base=1s max=60s jitter=none'",
     "host=storm tether_pause='exponential base=1s max=60s jitter=full'",
     "host=storm tether_pause='exponential base=1s max=60s jitter=equal'",
-    "host=storm tether_pause='exponential base=1s max=60s "
-    "jitter=decorrelated'",
+    ("host=storm tether_pause='exponential base=1s max=60s "
+     "jitter=decorrelated'"),
     "host=storm tether_strategy=streaming",
     "host=storm"};
 #define NSTRATEGIES 6

@@ -28,10 +28,10 @@
 #include <ucontext.h>
 
 #if defined(__SANITIZE_ADDRESS__)
-#define STACK_BYTES (512 * 1024)
+#define STACK_BYTES (192 * 1024)
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-#define STACK_BYTES (512 * 1024)
+#define STACK_BYTES (192 * 1024)
 #endif
 #endif
 #ifndef STACK_BYTES
