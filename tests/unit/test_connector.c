@@ -517,6 +517,48 @@ static tether_sim *make_simdb(double timeout_rate) {
     return sim;
 }
 
+/* Without tether_pause: a pass that reached no server ends the connect at
+ * once (the pool's breaker paces the next); a busy server is tried again
+ * after 2-4 s, then 4-8 s, within the login timeout; with a pause set,
+ * passes repeat as it says. */
+static void test_default_pause_by_outcome(void **state) {
+    (void)state;
+    tether_sim *sim = make_simdb(0);
+    tether_sim_set_down(sim, 1);
+    tether_connector *c = make_sim("host=db1,db2", sim);
+    tether_error err = {0};
+    void *h = NULL;
+    int64_t t0 = tether_now_ms(tether_vclock_clock(vc));
+    assert_int_equal(tether_connector_connect(c, &h, &err), TETHER_ECONNECT);
+    assert_int_equal(err.attempts, 2); /* one pass over both hosts */
+    assert_int_equal(tether_now_ms(tether_vclock_clock(vc)) - t0, 0);
+    tether_connector_destroy(c);
+    c = make_sim("host=db1 tether_login_timeout=3s "
+                 "tether_pause='fixed base=500ms jitter=none'",
+                 sim);
+    assert_int_equal(tether_connector_connect(c, &h, &err), TETHER_ECONNECT);
+    assert_int_equal(err.attempts, 6); /* t = 0, 0.5 ... 2.5 s */
+    tether_connector_destroy(c);
+    /* Busy twice, then admitted: after 2-4 s and 4-8 s. */
+    tether_sim_set_down(sim, 0);
+    tether_sim_fail_next(sim, 2, TETHER_ETHROTTLED, TETHER_CLASS_THROTTLED);
+    c = make_sim("host=db1", sim);
+    t0 = tether_now_ms(tether_vclock_clock(vc));
+    assert_int_equal(tether_connector_connect(c, &h, &err), 0);
+    int64_t took = tether_now_ms(tether_vclock_clock(vc)) - t0;
+    assert_true(took >= 6000 && took <= 12000);
+    tether_connector_close(c, h);
+    /* Busy past the login timeout: it ends when the next pause would. */
+    tether_sim_fail_next(sim, 10, TETHER_ETHROTTLED, TETHER_CLASS_THROTTLED);
+    c = make_sim("host=db1 tether_login_timeout=5s", sim);
+    assert_int_equal(tether_connector_connect(c, &h, &err), TETHER_ETHROTTLED);
+    assert_true(err.attempts >= 1 && err.attempts <= 2);
+    assert_true(err.elapsed_ms < 5000);
+    tether_connector_destroy(c);
+    tether_connector_destroy(make_sim("host=db1", sim)); /* nothing leaks */
+    tether_sim_destroy(sim);
+}
+
 #define PASSWORD "Pw-n0t-in-messages"
 
 /* Each reason with the sim driver: refused, timed out, too many
@@ -747,6 +789,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(
             test_permanent_error_stops_after_one_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_throttled_backs_off, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_default_pause_by_outcome, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_round_robin_and_random, setup,
                                         teardown),
