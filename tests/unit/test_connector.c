@@ -548,6 +548,7 @@ static void test_default_pause_by_outcome(void **state) {
     int64_t took = tether_now_ms(tether_vclock_clock(vc)) - t0;
     assert_true(took >= 6000 && took <= 12000);
     tether_connector_close(c, h);
+    tether_connector_destroy(c);
     /* Busy past the login timeout: it ends when the next pause would. */
     tether_sim_fail_next(sim, 10, TETHER_ETHROTTLED, TETHER_CLASS_THROTTLED);
     c = make_sim("host=db1 tether_login_timeout=5s", sim);
