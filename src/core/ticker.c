@@ -102,3 +102,21 @@ void tether__ticker_unsubscribe(tether__tick_sub *s) {
     if (stop)
         pthread_join(t, NULL);
 }
+
+void tether__ticker_fork_prepare(void) {
+    pthread_once(&tk_once, tk_init);
+    pthread_mutex_lock(&tk_lock);
+}
+
+void tether__ticker_fork_parent(void) {
+    pthread_mutex_unlock(&tk_lock);
+}
+
+void tether__ticker_fork_child(void) {
+    tk_subs = NULL;
+    tk_running = 0;
+    tk_gen++;
+    atomic_store(&tether__ticker_on, 0);
+    pthread_mutex_init(&tk_lock, NULL);
+    tk_init(); /* a fresh condition variable: the old one had a waiter */
+}
