@@ -169,3 +169,25 @@ TP_EXPORT PostgresPollingStatusType PQresetPoll(PGconn *conn) {
     tp_passing--;
     return st;
 }
+
+/* PQping and PQpingParams connect through PQconnectStart(Params) inside
+ * libpq: they pass through, so that a ping asks the server, never the
+ * pool. */
+TP_EXPORT PGPing PQping(const char *conninfo) {
+    if (tp_real_resolve())
+        return PQPING_NO_ATTEMPT;
+    tp_passing++;
+    PGPing r = tp_real.ping(conninfo);
+    tp_passing--;
+    return r;
+}
+
+TP_EXPORT PGPing PQpingParams(const char *const *keywords,
+                              const char *const *values, int expand_dbname) {
+    if (tp_real_resolve())
+        return PQPING_NO_ATTEMPT;
+    tp_passing++;
+    PGPing r = tp_real.ping_params(keywords, values, expand_dbname);
+    tp_passing--;
+    return r;
+}

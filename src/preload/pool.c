@@ -39,6 +39,14 @@ static void install_fork_hooks(void) {
     pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
+/* With TETHER_PRELOAD_LOG set, tether's own log (pools opening and
+ * closing connections, failures) goes to stderr too; it never holds a
+ * password. */
+static void log_sink(void *ctx, tether_log_level level, const char *msg) {
+    (void)ctx;
+    tp_log("tether %s: %s", level >= TETHER_LOG_WARN ? "warning" : "info", msg);
+}
+
 /* registry returns the process's registry, made on first use (NULL when it
  * cannot be made: connects then pass through). Never closed: at exit the
  * kernel closes the idle connections, as it would a program's own. */
@@ -46,6 +54,8 @@ static tether_registry *registry(void) {
     pthread_once(&fork_once, install_fork_hooks);
     pthread_mutex_lock(&reg_lock);
     if (!reg && !reg_failed) {
+        if (tp_config_get()->log)
+            tether_set_log(log_sink, NULL, TETHER_LOG_INFO);
         tether_registry_opts o;
         tether_registry_opts_init(&o);
         tether_error err = {0};
@@ -84,8 +94,11 @@ PGconn *tp_pool_connect(const tp_conn *c) {
         return NULL;
     }
     PGconn *pg = tether_pq_conn(l);
-    if (tp_table_state(pg) == TP_NONE && !default_processor)
-        default_processor = PQsetNoticeProcessor(pg, NULL, NULL);
+    if (tp_table_state(pg) == TP_NONE &&
+        !__atomic_load_n(&default_processor, __ATOMIC_ACQUIRE))
+        __atomic_store_n(&default_processor,
+                         PQsetNoticeProcessor(pg, NULL, NULL),
+                         __ATOMIC_RELEASE);
     checkout(pg);
     tp_table_lease(pg, l, PQsetNoticeReceiver(pg, NULL, NULL));
     tp_log("pooled connection (backend %d): %s", PQbackendPID(pg), c->display);
@@ -99,8 +112,10 @@ PGconn *tp_pool_connect(const tp_conn *c) {
 static int restore(PGconn *pg, const tp_slot *s) {
     if (PQsetNoticeReceiver(pg, NULL, NULL) != s->rx)
         return -1;
-    if (default_processor)
-        PQsetNoticeProcessor(pg, default_processor, NULL);
+    PQnoticeProcessor dp =
+        __atomic_load_n(&default_processor, __ATOMIC_ACQUIRE);
+    if (dp)
+        PQsetNoticeProcessor(pg, dp, NULL);
     PQsetErrorVerbosity(pg, PQERRORS_DEFAULT);
     PQsetErrorContextVisibility(pg, PQSHOW_CONTEXT_ERRORS);
     PQuntrace(pg);

@@ -36,6 +36,8 @@ typedef struct tp_real_fns {
     void (*reset)(PGconn *);
     int (*reset_start)(PGconn *);
     PostgresPollingStatusType (*reset_poll)(PGconn *);
+    PGPing (*ping)(const char *);
+    PGPing (*ping_params)(const char *const *, const char *const *, int);
 } tp_real_fns;
 
 extern tp_real_fns tp_real;

@@ -37,6 +37,8 @@ static void resolve(void) {
     *(void **)&tp_real.reset = sym("PQreset");
     *(void **)&tp_real.reset_start = sym("PQresetStart");
     *(void **)&tp_real.reset_poll = sym("PQresetPoll");
+    *(void **)&tp_real.ping = sym("PQping");
+    *(void **)&tp_real.ping_params = sym("PQpingParams");
 }
 
 int tp_real_resolve(void) {

@@ -17,7 +17,8 @@
  *                                    "double": PQfinish twice (preload only)
  *   pq_client failover CONNINFO SECS connect-per-query for SECS seconds,
  *                                    each query needing a writable server
- *   pq_client exit CONNINFO          connects, queries, exits without PQfinish
+ *   pq_client exit CONNINFO          connects, queries, pings (PQping),
+ *                                    exits without PQfinish
  *
  * Deterministic lines start with "result:"; measurements with "measure:". */
 #include <libpq-fe.h>
@@ -380,7 +381,8 @@ static int cmd_exit(void) {
     PGconn *pg = connect_nth(0);
     tally t = {0};
     request(pg, 5, &t);
-    printf("result: exit sum=%lld\n", t.sum);
+    printf("result: exit sum=%lld ping_ok=%d\n", t.sum,
+           PQping(conninfo) == PQPING_OK);
     fflush(stdout);
     exit(0); /* no PQfinish */
 }

@@ -119,6 +119,8 @@ equals "TETHER_PRELOAD_MATCH not matching: every connect its own backend" \
 run exit.plain "$client" exit "$ci"
 run exit.preload pre "$client" exit "$ci"
 same_results exit.plain exit.preload
+grep -q 'ping_ok=1' "$work/exit.preload" && check "PQping under the preload asks the server: ok" ||
+  fail "PQping under the preload: $(results exit.preload)"
 run bad.env env TETHER_PRELOAD_POOL_MAX=lots LD_PRELOAD="$preload" "$client" cpq "$ci" 3
 grep -q "bad value for TETHER_PRELOAD_POOL_MAX: 'lots'" "$work/bad.env" &&
   check "a bad TETHER_PRELOAD_POOL_MAX is named, the program still runs unpooled" ||
