@@ -9,21 +9,24 @@
 #
 #   scripts/pg-cluster run -- bash tests/preload/test_preload.sh PQ_CLIENT PRELOAD_SO [SANITIZE [RUNTIMES]]
 #
-# In a sanitizer build (SANITIZE set) the sanitizer runtime must be loaded
-# before any LD_PRELOAD library: RUNTIMES (the gcc ASan and UBSan runtime
-# files) go first in LD_PRELOAD; without them (clang, TSan) it prints why
-# and skips; psql is left out there.
+# In a sanitizer build (SANITIZE set) the sanitizer runtime must be in the
+# process before the preload library: RUNTIMES is "none" when the program
+# carries it (clang), else the runtime files (gcc's ASan and UBSan) to put
+# first in LD_PRELOAD; without either it prints why and skips. psql (not
+# built with the sanitizer) is left out of sanitizer builds.
 set -euo pipefail
 export LC_ALL=C
 client=${1:?usage: test_preload.sh PQ_CLIENT PRELOAD_SO [SANITIZE [RUNTIMES]]}
 so=${2:?usage: test_preload.sh PQ_CLIENT PRELOAD_SO [SANITIZE [RUNTIMES]]}
+sanitize=${3:-}
 runtimes=${4:-}
 runtimes=${runtimes% }
-if [ -n "${3:-}" ] && [ -z "$runtimes" ]; then
-  echo "SKIP: preload tests need the sanitizer runtime preloaded first and this build"
-  echo "      (-fsanitize=$3) gives none to preload (only gcc's ASan/UBSan are set up)"
+if [ -n "$sanitize" ] && [ -z "$runtimes" ]; then
+  echo "SKIP: the preload tests need the sanitizer runtime loaded before the library;"
+  echo "      this build (-fsanitize=$sanitize) has no way set up (clang, or gcc ASan/UBSan)"
   exit 0
 fi
+[ "$runtimes" != none ] || runtimes=""
 preload="${runtimes:+$runtimes }$so"
 for v in PGC_DIR PGC_BIN PRIMARY_PORT STANDBY_PORT PGC_HOST PGC_USER PGC_PASSWORD PGC_DB; do
   [ -n "${!v:-}" ] || { echo "FAIL: $v is not set: run through scripts/pg-cluster run" >&2; exit 1; }
@@ -128,9 +131,9 @@ grep -q "bad value for TETHER_PRELOAD_POOL_MAX: 'lots'" "$work/bad.env" &&
 if grep -rq "$PGC_PASSWORD" "$work"; then fail "the password appears in some output"; fi
 
 # ---- psql ---------------------------------------------------------------
-if [ -n "$runtimes" ]; then
-  echo "SKIP: psql under the preload in a sanitizer build (psql with the ASan"
-  echo "      runtime preloaded did not finish here; not investigated)"
+if [ -n "$sanitize" ]; then
+  echo "SKIP: psql under the preload in a sanitizer build (psql is not built with"
+  echo "      the sanitizer; with gcc's ASan runtime preloaded it did not finish here)"
 else
 cat >"$work/script.sql" <<'SQL'
 CREATE TEMP TABLE t (x int);
