@@ -27,6 +27,9 @@ if [ -n "$sanitize" ] && [ -z "$runtimes" ]; then
   exit 0
 fi
 [ "$runtimes" != none ] || runtimes=""
+# TSan refuses threads started after a fork of a threaded process unless
+# told otherwise: the children here connect (the pool's ticker thread).
+case $sanitize in *thread*) export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}die_after_fork=0" ;; esac
 preload="${runtimes:+$runtimes }$so"
 for v in PGC_DIR PGC_BIN PRIMARY_PORT STANDBY_PORT PGC_HOST PGC_USER PGC_PASSWORD PGC_DB; do
   [ -n "${!v:-}" ] || { echo "FAIL: $v is not set: run through scripts/pg-cluster run" >&2; exit 1; }
