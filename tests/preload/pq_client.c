@@ -284,6 +284,7 @@ static int cmd_fork(void) {
 /* state: what one session leaves, the next connect must not see. */
 static void dirty(PGconn *pg) {
     must(pg, "SET work_mem = '1234kB'");
+    must(pg, "SET application_name = 'left_behind'"); /* reported by libpq */
     must(pg, "CREATE TEMP TABLE tp_tmp (x int)");
     must(pg, "PREPARE tp_stmt AS SELECT 1");
     must(pg, "LISTEN tp_chan");
@@ -303,10 +304,12 @@ static int clean(PGconn *pg, const char *label) {
               one_value(pg, "SELECT count(*) FROM pg_listening_channels()", lis,
                         sizeof(lis));
     PGnotify *n = PQnotifies(pg);
+    const char *app = PQparameterStatus(pg, "application_name");
     printf("result: %s work_mem_left=%d temp_table_left=%d prepared=%s "
-           "listening=%s notify_left=%d txn_idle=%d\n",
+           "listening=%s notify_left=%d txn_idle=%d appname_left=%d\n",
            label, !strcmp(wm, "1234kB"), strcmp(tmp, "null") != 0, prep, lis,
-           n != NULL, PQtransactionStatus(pg) == PQTRANS_IDLE);
+           n != NULL, PQtransactionStatus(pg) == PQTRANS_IDLE,
+           !app || !strcmp(app, "left_behind"));
     if (n)
         PQfreemem(n);
     return bad;

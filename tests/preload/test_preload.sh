@@ -112,9 +112,16 @@ same_results state.plain state.preload
 equals "state: the next connect had the same backend (pooled) twice" \
   "$(measure state.preload same_backend)" 2
 equals "state: a PQreset connection is not reused" "$(measure state.preload reset_reused)" 0
-grep -q 'work_mem_left=0 temp_table_left=0 prepared=0 listening=0 notify_left=0 txn_idle=1' \
-  "$work/state.preload" && check "state: none of SET, temp table, PREPARE, LISTEN, NOTIFY, BEGIN seen" ||
+grep -q 'work_mem_left=0 temp_table_left=0 prepared=0 listening=0 notify_left=0 txn_idle=1 appname_left=0' \
+  "$work/state.preload" && check "state: none of SET, temp table, PREPARE, LISTEN, NOTIFY, BEGIN seen; PQparameterStatus tells the reset application_name" ||
   fail "state left behind: $(results state.preload)"
+
+# The control: with no reset query the same program does see the SET and
+# the temporary table (the checks above can fail).
+run state.noreset env TETHER_PRELOAD_RESET_QUERY=none LD_PRELOAD="$preload" "$client" state "$ci"
+grep -q 'after-dirty work_mem_left=1 temp_table_left=1' "$work/state.noreset" &&
+  check "state control: TETHER_PRELOAD_RESET_QUERY=none leaves the SET and the temp table" ||
+  fail "state control: $(results state.noreset)"
 
 # ---- not pooled: the off switch, a non-matching string, exit -------------
 run off.preload env TETHER_PRELOAD=off LD_PRELOAD="$preload" "$client" cpq "$ci" 10
