@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <time.h>
 
 #define TICK_MS 10
@@ -75,8 +76,16 @@ void tether__ticker_subscribe(tether__tick_sub *s) {
         tk_running = 1;
         tk_gen++;
         publish();
-        if (pthread_create(&tk_thread, NULL, tk_main,
-                           (void *)(uintptr_t)tk_gen) == 0)
+        /* Every signal blocked on the thread: the application's signals
+         * go to its own threads (a program under libtether-preload never
+         * knew this thread exists). */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int rc = pthread_create(&tk_thread, NULL, tk_main,
+                                (void *)(uintptr_t)tk_gen);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc == 0)
             atomic_store(&tether__ticker_on, 1);
         else
             tk_running = 0; /* no thread: readers use the coarse clock */

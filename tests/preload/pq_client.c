@@ -17,12 +17,16 @@
  *                                    "double": PQfinish twice (preload only)
  *   pq_client failover CONNINFO SECS connect-per-query for SECS seconds,
  *                                    each query needing a writable server
+ *   pq_client signal CONNINFO        connects, then takes SIGUSR1 with sigwait
+ *                                    on the main thread (the only thread of
+ *                                    a plain program: no other may take it)
  *   pq_client exit CONNINFO          connects, queries, pings (PQping),
  *                                    exits without PQfinish
  *
  * Deterministic lines start with "result:"; measurements with "measure:". */
 #include <libpq-fe.h>
 #include <poll.h>
+#include <signal.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -380,6 +384,22 @@ static int cmd_failover(double secs) {
     return 0;
 }
 
+static int cmd_signal(void) {
+    PGconn *pg = connect_nth(0);
+    tally t = {0};
+    request(pg, 6, &t);
+    PQfinish(pg);
+    sigset_t usr1;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+    kill(getpid(), SIGUSR1); /* default action: death, unless waited for */
+    struct timespec two = {2, 0};
+    int got = sigtimedwait(&usr1, NULL, &two);
+    printf("result: signal waited=%d sum=%lld\n", got == SIGUSR1, t.sum);
+    return got == SIGUSR1 ? 0 : 1;
+}
+
 static int cmd_exit(void) {
     PGconn *pg = connect_nth(0);
     tally t = {0};
@@ -413,6 +433,8 @@ int main(int argc, char **argv) {
         return cmd_state(argc > 3 && !strcmp(argv[3], "double"));
     if (!strcmp(m, "failover"))
         return cmd_failover(argc > 3 ? atof(argv[3]) : 5);
+    if (!strcmp(m, "signal"))
+        return cmd_signal();
     if (!strcmp(m, "exit"))
         return cmd_exit();
     fprintf(stderr, "pq_client: unknown mode '%s'\n", m);

@@ -123,6 +123,11 @@ grep -q 'after-dirty work_mem_left=1 temp_table_left=1' "$work/state.noreset" &&
   check "state control: TETHER_PRELOAD_RESET_QUERY=none leaves the SET and the temp table" ||
   fail "state control: $(results state.noreset)"
 
+# ---- signals stay on the program's threads -----------------------------
+run signal.plain "$client" signal "$ci"
+run signal.preload pre "$client" signal "$ci"
+same_results signal.plain signal.preload
+
 # ---- not pooled: the off switch, a non-matching string, exit -------------
 run off.preload env TETHER_PRELOAD=off LD_PRELOAD="$preload" "$client" cpq "$ci" 10
 equals "TETHER_PRELOAD=off: every connect its own backend" "$(measure off.preload distinct_backends)" 10
