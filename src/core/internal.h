@@ -134,6 +134,16 @@ void tether__ticker_subscribe(tether__tick_sub *s);
  * running and will not run again. The last one stops the thread. */
 void tether__ticker_unsubscribe(tether__tick_sub *s);
 
+/* Fork hooks for a process that keeps using tether in a child (the
+ * preload library registers them with pthread_atfork; libtether does not):
+ * prepare holds the ticker's lock across fork, parent releases it, child
+ * forgets every subscriber (the parent's pools are abandoned, never used)
+ * and the thread, which does not exist in the child: the next subscriber
+ * starts a new one. */
+void tether__ticker_fork_prepare(void);
+void tether__ticker_fork_parent(void);
+void tether__ticker_fork_child(void);
+
 /* tether__mono_ns reads CLOCK_MONOTONIC in ns (the real clock's now_ns;
  * also for code that must use real time whatever clock it was given). */
 int64_t tether__mono_ns(void);

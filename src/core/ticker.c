@@ -10,6 +10,7 @@
 #include "internal.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <time.h>
 
 #define TICK_MS 10
@@ -75,8 +76,16 @@ void tether__ticker_subscribe(tether__tick_sub *s) {
         tk_running = 1;
         tk_gen++;
         publish();
-        if (pthread_create(&tk_thread, NULL, tk_main,
-                           (void *)(uintptr_t)tk_gen) == 0)
+        /* Every signal blocked on the thread: the application's signals
+         * go to its own threads (a program under libtether-preload never
+         * knew this thread exists). */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        int rc = pthread_create(&tk_thread, NULL, tk_main,
+                                (void *)(uintptr_t)tk_gen);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (rc == 0)
             atomic_store(&tether__ticker_on, 1);
         else
             tk_running = 0; /* no thread: readers use the coarse clock */
@@ -101,4 +110,22 @@ void tether__ticker_unsubscribe(tether__tick_sub *s) {
     pthread_mutex_unlock(&tk_lock);
     if (stop)
         pthread_join(t, NULL);
+}
+
+void tether__ticker_fork_prepare(void) {
+    pthread_once(&tk_once, tk_init);
+    pthread_mutex_lock(&tk_lock);
+}
+
+void tether__ticker_fork_parent(void) {
+    pthread_mutex_unlock(&tk_lock);
+}
+
+void tether__ticker_fork_child(void) {
+    tk_subs = NULL;
+    tk_running = 0;
+    tk_gen++;
+    atomic_store(&tether__ticker_on, 0);
+    pthread_mutex_init(&tk_lock, NULL);
+    tk_init(); /* a fresh condition variable: the old one had a waiter */
 }

@@ -1,0 +1,193 @@
+/* interpose.c - the libpq functions libtether-preload replaces (the only
+ * symbols it exports). A connect whose string is pooled takes a PGconn
+ * from the pool: a real, connected one, so every other libpq call is
+ * libpq's own; anything the pool cannot serve (the preload off, a string
+ * not matched or not parsable by tether, a failed pool connect) goes to
+ * libpq as it was asked, so errors are libpq's own. PQfinish gives a
+ * pooled PGconn back; PQreset on one makes it the program's own (closed,
+ * not reused, at PQfinish). Calls made from inside libpq itself (its
+ * PQconnectdb calls PQconnectStart) pass straight through. */
+#include "preload.h"
+
+#include <stdlib.h>
+
+/* pass_str connects through libpq: fn is the real PQconnectdb or
+ * PQconnectStart, given the string without tether's keywords when the
+ * program's had some. */
+static PGconn *pass_str(PGconn *(*fn)(const char *), const char *conninfo,
+                        const tp_conn *c) {
+    tp_passing++;
+    PGconn *pg = fn(c && c->libpq ? c->libpq : conninfo);
+    tp_passing--;
+    return pg;
+}
+
+/* pooled_str returns a pooled PGconn for conninfo, or NULL. */
+static PGconn *pooled_str(const char *conninfo, tp_conn *c) {
+    if (tp_conn_prepare(conninfo, c) != 0)
+        return NULL;
+    return tp_pool_connect(c);
+}
+
+static PGconn *connect_str(PGconn *(*fn)(const char *), const char *conninfo) {
+    tp_conn c = {0};
+    PGconn *pg = pooled_str(conninfo, &c);
+    if (!pg)
+        pg = pass_str(fn, conninfo, &c);
+    tp_conn_free(&c);
+    return pg;
+}
+
+TP_EXPORT PGconn *PQconnectdb(const char *conninfo) {
+    if (tp_real_resolve())
+        return NULL;
+    if (tp_passing)
+        return tp_real.connectdb(conninfo);
+    return connect_str(tp_real.connectdb, conninfo);
+}
+
+TP_EXPORT PGconn *PQconnectStart(const char *conninfo) {
+    if (tp_real_resolve())
+        return NULL;
+    if (tp_passing)
+        return tp_real.connect_start(conninfo);
+    return connect_str(tp_real.connect_start, conninfo);
+}
+
+/* pooled_made tries the pool with a string rendered from the program's
+ * arguments (NULL: not poolable). */
+static PGconn *pooled_made(char *conninfo) {
+    if (!conninfo)
+        return NULL;
+    tp_conn c = {0};
+    PGconn *pg = pooled_str(conninfo, &c);
+    tp_conn_free(&c);
+    free(conninfo);
+    return pg;
+}
+
+typedef PGconn *(*params_fn)(const char *const *, const char *const *, int);
+
+static PGconn *connect_params(params_fn fn, const char *const *keys,
+                              const char *const *vals, int expand) {
+    PGconn *pg = tp_passing
+                     ? NULL
+                     : pooled_made(tp_conn_from_params(keys, vals, expand));
+    if (!pg) {
+        tp_passing++;
+        pg = fn(keys, vals, expand);
+        tp_passing--;
+    }
+    return pg;
+}
+
+TP_EXPORT PGconn *PQconnectdbParams(const char *const *keywords,
+                                    const char *const *values,
+                                    int expand_dbname) {
+    if (tp_real_resolve())
+        return NULL;
+    return connect_params(tp_real.connectdb_params, keywords, values,
+                          expand_dbname);
+}
+
+TP_EXPORT PGconn *PQconnectStartParams(const char *const *keywords,
+                                       const char *const *values,
+                                       int expand_dbname) {
+    if (tp_real_resolve())
+        return NULL;
+    return connect_params(tp_real.connect_start_params, keywords, values,
+                          expand_dbname);
+}
+
+TP_EXPORT PGconn *PQsetdbLogin(const char *pghost, const char *pgport,
+                               const char *pgoptions, const char *pgtty,
+                               const char *dbName, const char *login,
+                               const char *pwd) {
+    if (tp_real_resolve())
+        return NULL;
+    PGconn *pg = tp_passing
+                     ? NULL
+                     : pooled_made(tp_conn_from_setdb(pghost, pgport, pgoptions,
+                                                      dbName, login, pwd));
+    if (!pg) {
+        tp_passing++;
+        pg = tp_real.setdb_login(pghost, pgport, pgoptions, pgtty, dbName,
+                                 login, pwd);
+        tp_passing--;
+    }
+    return pg;
+}
+
+/* A pooled PGconn is handed out connected: its poll says so at once. */
+TP_EXPORT PostgresPollingStatusType PQconnectPoll(PGconn *conn) {
+    if (tp_real_resolve())
+        return PGRES_POLLING_FAILED;
+    if (!tp_passing && conn && tp_table_state(conn) == TP_LEASED &&
+        PQstatus(conn) == CONNECTION_OK)
+        return PGRES_POLLING_OK;
+    return tp_real.connect_poll(conn);
+}
+
+TP_EXPORT void PQfinish(PGconn *conn) {
+    if (tp_real_resolve() || !conn)
+        return;
+    if (!tp_passing && tp_pool_finish(conn))
+        return;
+    tp_passing++;
+    tp_real.finish(conn);
+    tp_passing--;
+}
+
+/* PQreset and PQresetStart on a pooled PGconn: libpq reconnects it (same
+ * pointer, as the program expects); it is closed, not reused, at PQfinish. */
+TP_EXPORT void PQreset(PGconn *conn) {
+    if (tp_real_resolve())
+        return;
+    if (!tp_passing && conn)
+        tp_table_taint(conn);
+    tp_passing++;
+    tp_real.reset(conn);
+    tp_passing--;
+}
+
+TP_EXPORT int PQresetStart(PGconn *conn) {
+    if (tp_real_resolve())
+        return 0;
+    if (!tp_passing && conn)
+        tp_table_taint(conn);
+    tp_passing++;
+    int ok = tp_real.reset_start(conn);
+    tp_passing--;
+    return ok;
+}
+
+TP_EXPORT PostgresPollingStatusType PQresetPoll(PGconn *conn) {
+    if (tp_real_resolve())
+        return PGRES_POLLING_FAILED;
+    tp_passing++;
+    PostgresPollingStatusType st = tp_real.reset_poll(conn);
+    tp_passing--;
+    return st;
+}
+
+/* PQping and PQpingParams connect through PQconnectStart(Params) inside
+ * libpq: they pass through, so that a ping asks the server, never the
+ * pool. */
+TP_EXPORT PGPing PQping(const char *conninfo) {
+    if (tp_real_resolve())
+        return PQPING_NO_ATTEMPT;
+    tp_passing++;
+    PGPing r = tp_real.ping(conninfo);
+    tp_passing--;
+    return r;
+}
+
+TP_EXPORT PGPing PQpingParams(const char *const *keywords,
+                              const char *const *values, int expand_dbname) {
+    if (tp_real_resolve())
+        return PQPING_NO_ATTEMPT;
+    tp_passing++;
+    PGPing r = tp_real.ping_params(keywords, values, expand_dbname);
+    tp_passing--;
+    return r;
+}

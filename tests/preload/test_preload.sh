@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# test_preload.sh - libtether-preload.so against real PostgreSQL: the plain
+# libpq program pq_client (and psql) run with and without
+# LD_PRELOAD, the same results either way; the server never has more of
+# the program's backends than the pool's maximum; session state does not
+# leak from one connect to the next; fork, threads, connecting without
+# blocking, exit without PQfinish; target_session_attrs=read-write across
+# a promotion (last: it promotes the standby).
+#
+#   scripts/pg-cluster run -- bash tests/preload/test_preload.sh PQ_CLIENT PRELOAD_SO [SANITIZE [RUNTIMES]]
+#
+# In a sanitizer build (SANITIZE set) the sanitizer runtime must be in the
+# process before the preload library: RUNTIMES is "none" when the program
+# carries it (clang), else the runtime files (gcc's ASan and UBSan) to put
+# first in LD_PRELOAD; without either it prints why and skips. psql (not
+# built with the sanitizer) is left out of sanitizer builds.
+set -euo pipefail
+export LC_ALL=C
+client=${1:?usage: test_preload.sh PQ_CLIENT PRELOAD_SO [SANITIZE [RUNTIMES]]}
+so=${2:?usage: test_preload.sh PQ_CLIENT PRELOAD_SO [SANITIZE [RUNTIMES]]}
+sanitize=${3:-}
+runtimes=${4:-}
+runtimes=${runtimes% }
+if [ -n "$sanitize" ] && [ -z "$runtimes" ]; then
+  echo "SKIP: the preload tests need the sanitizer runtime loaded before the library;"
+  echo "      this build (-fsanitize=$sanitize) has no way set up (clang, or gcc ASan/UBSan)"
+  exit 0
+fi
+[ "$runtimes" != none ] || runtimes=""
+# TSan refuses threads started after a fork of a threaded process unless
+# told otherwise: the children here connect (the pool's ticker thread).
+case $sanitize in *thread*) export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}die_after_fork=0" ;; esac
+preload="${runtimes:+$runtimes }$so"
+for v in PGC_DIR PGC_BIN PRIMARY_PORT STANDBY_PORT PGC_HOST PGC_USER PGC_PASSWORD PGC_DB; do
+  [ -n "${!v:-}" ] || { echo "FAIL: $v is not set: run through scripts/pg-cluster run" >&2; exit 1; }
+done
+ctl=${PGC_CTL:-$(cd "$(dirname "$0")/../.." && pwd)/scripts/pg-cluster}
+work=$(mktemp -d /tmp/tether-preload.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+fails=0
+fail() { echo "FAIL: $*" >&2; fails=$((fails + 1)); }
+check() { echo "check: $*"; }
+ci="host=$PGC_HOST port=$PRIMARY_PORT user=$PGC_USER password=$PGC_PASSWORD dbname=$PGC_DB"
+export TETHER_PRELOAD_POOL_MAX=2
+
+# run NAME CMD...: CMD's output in $work/NAME (shown), its status checked.
+run() {
+  local name=$1
+  shift
+  if ! "$@" >"$work/$name" 2>&1; then
+    cat "$work/$name"
+    fail "$name exited non-zero"
+    return 0
+  fi
+  sed "s/^/  $name: /" "$work/$name"
+}
+pre() { env LD_PRELOAD="$preload" "$@"; }
+results() { grep '^result:' "$work/$1" || true; }
+measure() { sed -n "s/.*measure: .* $2=\([0-9.]*\).*/\1/p" "$work/$1"; }
+same_results() {
+  if [ -n "$(results "$1")" ] && [ "$(results "$1")" = "$(results "$2")" ]; then
+    check "$1 and $2 print the same results"
+  else
+    fail "$1 and $2 differ: $(results "$1") / $(results "$2")"
+  fi
+}
+at_most() { # LABEL VALUE MAX
+  if [ -n "$2" ] && [ "$2" -le "$3" ]; then check "$1: $2 <= $3"; else fail "$1: '$2' > $3"; fi
+}
+equals() { # LABEL VALUE WANT
+  if [ "$2" = "$3" ]; then check "$1: $2"; else fail "$1: '$2', want '$3'"; fi
+}
+
+# ---- connect per query ------------------------------------------------
+run cpq.plain "$client" cpq "$ci" 60
+run cpq.preload pre "$client" cpq "$ci" 300
+# Same work, same sums: compare the first 60 with a second plain-sized run.
+run cpq.preload60 pre "$client" cpq "$ci" 60
+same_results cpq.plain cpq.preload60
+at_most "cpq under the preload: most backends seen" "$(measure cpq.preload max_backends)" 2
+at_most "cpq under the preload: distinct backends over 300 connects" \
+  "$(measure cpq.preload distinct_backends)" 2
+plain_qps=$(measure cpq.plain qps)
+pre_qps=$(measure cpq.preload qps)
+echo "measure: connect-per-query: plain ${plain_qps} q/s, preload ${pre_qps} q/s" \
+  "($(awk -v a="$pre_qps" -v b="$plain_qps" 'BEGIN { printf "%.0f", (b > 0 ? a / b : 0) }')x; not asserted)"
+
+# ---- threads: 6 threads, pool max 2 -----------------------------------
+run threads.plain "$client" threads "$ci" 6 10
+run threads.preload pre "$client" threads "$ci" 6 10
+same_results threads.plain threads.preload
+at_most "threads under the preload: most backends seen" "$(measure threads.preload max_backends)" 2
+at_most "threads under the preload: distinct backends" "$(measure threads.preload distinct_backends)" 2
+
+# ---- connecting without blocking --------------------------------------
+run nonblock.plain "$client" nonblock "$ci" 20
+run nonblock.preload pre "$client" nonblock "$ci" 20
+same_results nonblock.plain nonblock.preload
+at_most "nonblock under the preload: distinct backends" "$(measure nonblock.preload distinct_backends)" 2
+
+# ---- fork ---------------------------------------------------------------
+run fork.plain "$client" fork "$ci"
+run fork.preload pre "$client" fork "$ci"
+same_results fork.plain fork.preload
+equals "fork: the parent's idle pooled connection reused after the children" \
+  "$(measure fork.preload parent_reused)" 1
+
+# ---- session state ------------------------------------------------------
+run state.plain "$client" state "$ci"
+run state.preload pre "$client" state "$ci" double
+same_results state.plain state.preload
+equals "state: the next connect had the same backend (pooled) twice" \
+  "$(measure state.preload same_backend)" 2
+equals "state: a PQreset connection is not reused" "$(measure state.preload reset_reused)" 0
+grep -q 'work_mem_left=0 temp_table_left=0 prepared=0 listening=0 notify_left=0 txn_idle=1 appname_left=0' \
+  "$work/state.preload" && check "state: none of SET, temp table, PREPARE, LISTEN, NOTIFY, BEGIN seen; PQparameterStatus tells the reset application_name" ||
+  fail "state left behind: $(results state.preload)"
+
+# The control: with no reset query the same program does see the SET and
+# the temporary table (the checks above can fail).
+run state.noreset env TETHER_PRELOAD_RESET_QUERY=none LD_PRELOAD="$preload" "$client" state "$ci"
+grep -q 'after-dirty work_mem_left=1 temp_table_left=1' "$work/state.noreset" &&
+  check "state control: TETHER_PRELOAD_RESET_QUERY=none leaves the SET and the temp table" ||
+  fail "state control: $(results state.noreset)"
+
+# ---- signals stay on the program's threads -----------------------------
+run signal.plain "$client" signal "$ci"
+run signal.preload pre "$client" signal "$ci"
+same_results signal.plain signal.preload
+
+# ---- not pooled: the off switch, a non-matching string, exit -------------
+run off.preload env TETHER_PRELOAD=off LD_PRELOAD="$preload" "$client" cpq "$ci" 10
+equals "TETHER_PRELOAD=off: every connect its own backend" "$(measure off.preload distinct_backends)" 10
+run nomatch.preload env TETHER_PRELOAD_MATCH="*dbname='other'*" LD_PRELOAD="$preload" "$client" cpq "$ci" 10
+equals "TETHER_PRELOAD_MATCH not matching: every connect its own backend" \
+  "$(measure nomatch.preload distinct_backends)" 10
+run exit.plain "$client" exit "$ci"
+run exit.preload pre "$client" exit "$ci"
+same_results exit.plain exit.preload
+grep -q 'ping_ok=1' "$work/exit.preload" && check "PQping under the preload asks the server: ok" ||
+  fail "PQping under the preload: $(results exit.preload)"
+run bad.env env TETHER_PRELOAD_POOL_MAX=lots LD_PRELOAD="$preload" "$client" cpq "$ci" 3
+grep -q "bad value for TETHER_PRELOAD_POOL_MAX: 'lots'" "$work/bad.env" &&
+  check "a bad TETHER_PRELOAD_POOL_MAX is named, the program still runs unpooled" ||
+  fail "no message naming TETHER_PRELOAD_POOL_MAX"
+if grep -rq "$PGC_PASSWORD" "$work"; then fail "the password appears in some output"; fi
+
+# ---- psql ---------------------------------------------------------------
+if [ -n "$sanitize" ]; then
+  echo "SKIP: psql under the preload in a sanitizer build (psql is not built with"
+  echo "      the sanitizer; with gcc's ASan runtime preloaded it did not finish here)"
+else
+cat >"$work/script.sql" <<'SQL'
+CREATE TEMP TABLE t (x int);
+INSERT INTO t SELECT generate_series(1, 5);
+SELECT sum(x) FROM t;
+SET work_mem = '1234kB';
+\connect
+SHOW work_mem;
+SELECT to_regclass('pg_temp.t') IS NULL AS temp_gone;
+SELECT current_user, current_database();
+SQL
+psql_bin=$PGC_BIN/psql
+timeout 30 "$psql_bin" "$ci" -X -At -f "$work/script.sql" >"$work/psql.plain" 2>&1 || fail "psql plain"
+ASAN_OPTIONS=detect_leaks=0 TETHER_PRELOAD_LOG=1 LD_PRELOAD="$preload" timeout 30 "$psql_bin" "$ci" -X -At -f "$work/script.sql" \
+  >"$work/psql.out" 2>"$work/psql.log" || fail "psql under the preload"
+if [ -s "$work/psql.plain" ] && cmp -s "$work/psql.plain" "$work/psql.out"; then
+  check "psql runs a script under the preload: the same output"
+else
+  fail "psql output differs: $(diff "$work/psql.plain" "$work/psql.out" | head -5)"
+fi
+grep -q 'pooled connection' "$work/psql.log" && check "psql's connections came from the pool" ||
+  fail "psql's connections were not pooled: $(head -3 "$work/psql.log")"
+fi
+
+# ---- read-write across a promotion (last) -----------------------------
+rw="host=$PGC_HOST,$PGC_HOST port=$PRIMARY_PORT,$STANDBY_PORT user=$PGC_USER password=$PGC_PASSWORD dbname=$PGC_DB target_session_attrs=read-write connect_timeout=3"
+pre "$client" failover "$rw" 4 >"$work/failover" 2>&1 &
+bgpid=$!
+sleep 1
+"$ctl" stop-node "$PGC_DIR" primary
+"$ctl" promote "$PGC_DIR" standby 2>/dev/null
+wait "$bgpid" || fail "the failover program failed"
+sed 's/^/  failover: /' "$work/failover"
+equals "read-write: the last queries ran on the promoted standby" \
+  "$(sed -n 's/.*last_port=\([0-9]*\).*/\1/p' "$work/failover")" "$STANDBY_PORT"
+at_most "read-write: queries that failed on a connection handed out" \
+  "$(measure failover query_failures)" 3
+streak=$(measure failover final_streak)
+[ -n "$streak" ] && [ "$streak" -ge 10 ] && check "read-write: $streak queries in a row at the end" ||
+  fail "read-write: final streak '$streak' < 10"
+
+if [ "$fails" -ne 0 ]; then
+  echo "test_preload: $fails failure(s)" >&2
+  exit 1
+fi
+echo "test_preload: all checks passed"

@@ -1,0 +1,150 @@
+/* test_preload_conn.c - unit tests for the preload's connection strings
+ * (src/preload/conn.c): PQconnectdbParams arrays and PQsetdbLogin
+ * arguments rendered by libpq's rules (empty values skipped, later
+ * keywords win, quoting, a dbname connection string expanded in place, a
+ * URI refused), the pooled form (the environment's defaults added only
+ * where the program set none), the masked display form, the libpq-only
+ * form, and what is never pooled (replication, no TETHER_PRELOAD_MATCH,
+ * unparsable). The environment is set before the first call (read once). */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "preload.h"
+
+#define PW "S3cr3tPw"
+
+static void test_params(void **state) {
+    (void)state;
+    const char *k[] = {"host", "port", "application_name", "user", "password",
+                       "host", NULL};
+    const char *v[] = {"h1", "5432", "", "bob", "it's\\" PW, "h2", NULL};
+    char *s = tp_conn_from_params(k, v, 0);
+    assert_non_null(s);
+    assert_string_equal(s, "host='h1' port='5432' user='bob' "
+                           "password='it\\'s\\\\" PW "' host='h2'");
+    free(s);
+    tp_conn c;
+    s = tp_conn_from_params(k, v, 0);
+    v[1] = NULL; /* the string is a copy */
+    k[3] = "dbname";
+    v[3] = "app";
+    char *s2 = tp_conn_from_params(k, v, 0);
+    assert_int_equal(tp_conn_prepare(s2, &c), 0);
+    free(s);
+    free(s2);
+    assert_non_null(strstr(c.pooled, "host='h2'")); /* the later one won */
+    assert_null(strstr(c.pooled, "'h1'"));
+    tp_conn_free(&c);
+}
+
+static void test_params_expand(void **state) {
+    (void)state;
+    const char *k[] = {"port", "dbname", "user", NULL};
+    const char *v[] = {"1", "host=a port=2 dbname=app", "u", NULL};
+    char *s = tp_conn_from_params(k, v, 1);
+    assert_string_equal(s, "port='1' host=a port=2 dbname=app user='u'");
+    free(s);
+    s = tp_conn_from_params(k, v, 0); /* not expanded: a plain value */
+    assert_string_equal(s, "port='1' dbname='host=a port=2 dbname=app' "
+                           "user='u'");
+    free(s);
+    const char *vu[] = {"1", "postgresql://a/app", "u", NULL};
+    assert_null(tp_conn_from_params(k, vu, 1));
+    s = tp_conn_from_params(k, vu, 0);
+    assert_non_null(s);
+    free(s);
+}
+
+static void test_setdb(void **state) {
+    (void)state;
+    char *s = tp_conn_from_setdb("h", NULL, "", "dbname=app port=9", "u", PW);
+    assert_string_equal(s, "dbname=app port=9 host='h' user='u' "
+                           "password='" PW "'");
+    free(s);
+    s = tp_conn_from_setdb(NULL, "7", NULL, "app", NULL, NULL);
+    assert_string_equal(s, "dbname='app' port='7'");
+    free(s);
+    assert_null(
+        tp_conn_from_setdb(NULL, NULL, NULL, "postgres://h/app", NULL, NULL));
+    s = tp_conn_from_setdb(NULL, NULL, NULL, NULL, NULL, NULL);
+    assert_string_equal(s, "");
+    free(s);
+}
+
+static void test_prepare_defaults(void **state) {
+    (void)state;
+    tp_conn c;
+    assert_int_equal(
+        tp_conn_prepare("host=h dbname=app user=u password=" PW, &c), 0);
+    assert_non_null(c.pooled);
+    assert_non_null(strstr(c.pooled, "tether_pool_max='7'")); /* env */
+    assert_non_null(strstr(c.pooled, "tether_idle_timeout='60s'"));
+    assert_non_null(strstr(c.pooled, "tether_reset_query='DISCARD ALL'"));
+    assert_non_null(strstr(c.pooled, "tether_acquire_timeout='30s'"));
+    assert_non_null(strstr(c.pooled, "password='" PW "'"));
+    assert_null(strstr(c.display, PW));
+    assert_non_null(strstr(c.display, "password='***'"));
+    assert_null(c.libpq); /* no tether keywords to take out */
+    tp_conn_free(&c);
+}
+
+static void test_prepare_own_keywords(void **state) {
+    (void)state;
+    tp_conn c;
+    assert_int_equal(tp_conn_prepare("postgresql://u@h/app?tether_pool_max=3"
+                                     "&tether_reset_query=none&sslmode=disable",
+                                     &c),
+                     0);
+    assert_non_null(c.pooled);
+    assert_non_null(strstr(c.pooled, "tether_pool_max='3'"));
+    assert_null(strstr(c.pooled, "tether_pool_max='7'"));
+    assert_null(strstr(c.pooled, "DISCARD ALL"));
+    assert_non_null(c.libpq); /* for a pass-through: libpq's keys only */
+    assert_null(strstr(c.libpq, "tether_"));
+    assert_non_null(strstr(c.libpq, "sslmode='disable'"));
+    tp_conn_free(&c);
+}
+
+static void test_not_pooled(void **state) {
+    (void)state;
+    tp_conn c;
+    assert_int_equal(tp_conn_prepare("dbname=app replication=database", &c), 0);
+    assert_null(c.pooled);
+    tp_conn_free(&c);
+    assert_int_equal(tp_conn_prepare("dbname=app replication=false", &c), 0);
+    assert_non_null(c.pooled);
+    tp_conn_free(&c);
+    assert_int_equal(tp_conn_prepare("dbname=nomatch", &c), 0);
+    assert_null(c.pooled); /* TETHER_PRELOAD_MATCH */
+    assert_non_null(c.display);
+    tp_conn_free(&c);
+    assert_int_equal(tp_conn_prepare("dbname=other host=x", &c), 0);
+    assert_non_null(c.pooled); /* the second pattern */
+    tp_conn_free(&c);
+    assert_int_equal(tp_conn_prepare("dbname='app", &c), -1);
+    assert_null(c.pooled);
+}
+
+int main(void) {
+    setenv("TETHER_PRELOAD_POOL_MAX", "7", 1);
+    setenv("TETHER_PRELOAD_MATCH", "*dbname='app'*|*dbname='other'*", 1);
+    unsetenv("TETHER_PRELOAD");
+    unsetenv("TETHER_PRELOAD_RESET_QUERY");
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_params),
+        cmocka_unit_test(test_params_expand),
+        cmocka_unit_test(test_setdb),
+        cmocka_unit_test(test_prepare_defaults),
+        cmocka_unit_test(test_prepare_own_keywords),
+        cmocka_unit_test(test_not_pooled),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,70 @@
+/* test_preload_table.c - unit tests for the preload's table of handed-out
+ * PGconns (src/preload/table.c): lease, give back (then a second PQfinish
+ * is seen as such), the driver's close forgetting a slot (so an address
+ * libpq reuses is not the pool's), PQreset's taint, and fork: leased slots
+ * become the child's own, idle ones are forgotten. The PGconn pointers are
+ * only compared, never used. */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include "preload.h"
+
+static char conns[4]; /* distinct addresses */
+#define PG(i) ((PGconn *)(void *)&conns[i])
+#define LEASE(i) ((tether_lease *)(void *)&conns[i])
+
+static void test_lease_and_finish(void **state) {
+    (void)state;
+    tp_slot s;
+    assert_int_equal(tp_table_state(PG(0)), TP_NONE);
+    tp_table_lease(PG(0), LEASE(0), NULL);
+    assert_int_equal(tp_table_state(PG(0)), TP_LEASED);
+    assert_int_equal(tp_table_finish(PG(0), &s), TP_LEASED);
+    assert_ptr_equal(s.lease, LEASE(0));
+    assert_int_equal(s.tainted, 0);
+    assert_int_equal(tp_table_finish(PG(0), &s), TP_IDLE); /* twice */
+    tp_table_lease(PG(0), LEASE(1), NULL);                 /* taken again */
+    assert_int_equal(tp_table_finish(PG(0), &s), TP_LEASED);
+    assert_ptr_equal(s.lease, LEASE(1));
+    tp_table_forget(PG(0)); /* the driver closed it */
+    assert_int_equal(tp_table_finish(PG(0), &s), TP_NONE);
+}
+
+static void test_taint(void **state) {
+    (void)state;
+    tp_slot s;
+    assert_int_equal(tp_table_taint(PG(1)), 0); /* not the pool's */
+    tp_table_lease(PG(1), LEASE(1), NULL);
+    assert_int_equal(tp_table_taint(PG(1)), 1);
+    assert_int_equal(tp_table_finish(PG(1), &s), TP_LEASED);
+    assert_int_equal(s.tainted, 1);
+    tp_table_forget(PG(1));
+}
+
+static void test_fork_child(void **state) {
+    (void)state;
+    tp_slot s;
+    tp_table_lease(PG(2), LEASE(2), NULL); /* leased at the fork */
+    tp_table_lease(PG(3), LEASE(3), NULL);
+    tp_table_finish(PG(3), &s); /* idle in the pool at the fork */
+    tp_table_lock();            /* as pthread_atfork's prepare does */
+    tp_table_fork_child();
+    assert_int_equal(tp_table_state(PG(2)), TP_INHERITED);
+    assert_int_equal(tp_table_state(PG(3)), TP_NONE);
+    assert_int_equal(tp_table_finish(PG(2), &s), TP_INHERITED);
+    assert_int_equal(tp_table_state(PG(2)), TP_NONE); /* libpq's now */
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lease_and_finish),
+        cmocka_unit_test(test_taint),
+        cmocka_unit_test(test_fork_child),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
