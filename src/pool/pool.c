@@ -350,22 +350,29 @@ static inline int head_overdue(tether_pool *p) {
 
 /* Take slot s if it is idle (a plain load first: no write to a busy
  * slot's line). Returns 1 when it is now this caller's. */
-TETHER__HOT static inline int try_take(tether__slot *s) {
+TETHER__HOT static inline unsigned try_take(tether__slot *s) {
     return slot_take(s, SLOT_IDLE);
 }
 
-TETHER__HOT static tether__slot *take_idle(tether_pool *p) {
+/* Take an idle slot, the one this thread used last first; *v gets the
+ * state word the take wrote. NULL when none is idle. */
+TETHER__HOT static tether__slot *take_idle_v(tether_pool *p, unsigned *v) {
     tls_entry *t = &tls_cache[p->id % TLS_WAYS];
-    if (t->pool_id == p->id && try_take(t->slot))
+    if (t->pool_id == p->id && (*v = try_take(t->slot)) != 0)
         return t->slot;
     int n = p->nslots;
     int start = (int)(((uintptr_t)t >> 6) % (uintptr_t)n);
     for (int i = 0; i < n; i++) {
         tether__slot *s = &p->slots[(start + i) % n];
-        if (try_take(s))
+        if ((*v = try_take(s)) != 0)
             return s;
     }
     return NULL;
+}
+
+static tether__slot *take_idle(tether_pool *p) {
+    unsigned v;
+    return take_idle_v(p, &v);
 }
 
 /* The connection this thread released last to p, or NULL. */
@@ -917,16 +924,17 @@ acquire_wait(tether_pool *p, int64_t timeout_ms, tether__slot **out,
 /* take is tether_pool_acquire_at giving the slot itself; inlined in both
  * callers, so that neither pays a call more than before. */
 TETHER__HOT static inline __attribute__((always_inline)) int
-take(tether_pool *p, int64_t timeout_ms, tether__slot **out, tether_error *err,
-     const char *file, int line) {
+take(tether_pool *p, int64_t timeout_ms, tether__slot **out, unsigned *v,
+     tether_error *err, const char *file, int line) {
     *out = NULL;
+    *v = 0;
     /* No closed check here: close bumps the generation, so checkout
      * discards whatever the fast path finds; the slow path reports it, and
      * a timeout below -1. */
     if (!head_overdue(p) && __builtin_expect(timeout_ms >= -1, 1)) {
         tether__slot *s;
         int64_t us = 0;
-        while ((s = take_idle(p)) != NULL) {
+        while ((s = take_idle_v(p, v)) != NULL) {
             int rc = checkout(p, s, file, line, &us);
             if (rc == 0)
                 relaxed_inc(&s->quick);
@@ -944,7 +952,8 @@ take(tether_pool *p, int64_t timeout_ms, tether__slot **out, tether_error *err,
 TETHER__HOT int tether__pool_take(tether_pool *p, int64_t timeout_ms,
                                   tether__slot **out, tether_error *err,
                                   const char *file, int line) {
-    return take(p, timeout_ms, out, err, file, line);
+    unsigned v;
+    return take(p, timeout_ms, out, &v, err, file, line);
 }
 
 TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
@@ -956,8 +965,11 @@ TETHER__HOT int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
         return tether__null(err, "tether_pool_acquire", p ? "out" : "p");
     }
     tether__slot *s;
-    int rc = take(p, timeout_ms, &s, err, file, line);
-    *out = rc == 0 ? lease_token(s) : NULL;
+    unsigned v; /* the state word the fast path's take wrote, else 0 */
+    int rc = take(p, timeout_ms, &s, &v, err, file, line);
+    if (rc == 0 && v == 0) /* the slow path: the slot is ours, read it */
+        v = atomic_load_explicit(&s->state, memory_order_relaxed);
+    *out = rc == 0 ? lease_token(s, v) : NULL;
     return rc;
 }
 

@@ -170,13 +170,15 @@ static inline int slot_cas(tether__slot *s, unsigned from, unsigned to) {
 }
 
 /* slot_take moves s from from to SLOT_USED for a new holder, moving its
- * lease generation on in the same step. Returns 1 when it moved. */
-static inline int slot_take(tether__slot *s, unsigned from) {
+ * lease generation on in the same step. Returns the state word it wrote
+ * (never 0), or 0 when s was not in from. */
+static inline unsigned slot_take(tether__slot *s, unsigned from) {
     unsigned v = atomic_load_explicit(&s->state, memory_order_relaxed);
-    while ((v & SLOT_MASK) == from)
-        if (atomic_compare_exchange_weak(
-                &s->state, &v, (v & ~SLOT_MASK) + SLOT_GEN_ONE + SLOT_USED))
-            return 1;
+    while ((v & SLOT_MASK) == from) {
+        unsigned to = (v & ~SLOT_MASK) + SLOT_GEN_ONE + SLOT_USED;
+        if (atomic_compare_exchange_weak(&s->state, &v, to))
+            return to;
+    }
     return 0;
 }
 
@@ -202,13 +204,14 @@ static inline uintptr_t lease_tag(unsigned v) {
                        LEASE_TAG_MARK);
 }
 
-/* lease_token names s, owned by the caller, in its current generation. */
-static inline tether_lease *lease_token(tether__slot *s) {
+/* lease_token names s, owned by the caller, in the generation of its state
+ * word v (what the step that took s wrote: no load after that step, so a
+ * release's loads need not wait for it). */
+static inline tether_lease *lease_token(tether__slot *s, unsigned v) {
     uintptr_t a = (uintptr_t)s;
 #if UINTPTR_MAX > 0xffffffffu
     if ((a >> LEASE_TAG_SHIFT) == 0)
-        a |= lease_tag(atomic_load_explicit(&s->state, memory_order_relaxed))
-             << LEASE_TAG_SHIFT;
+        a |= lease_tag(v) << LEASE_TAG_SHIFT;
 #endif
     return (tether_lease *)a;
 }
