@@ -134,6 +134,13 @@ void tether__ticker_subscribe(tether__tick_sub *s);
  * running and will not run again. The last one stops the thread. */
 void tether__ticker_unsubscribe(tether__tick_sub *s);
 
+/* tether__log_fork_prepare, _parent and _child hold the log sink's lock
+ * across a fork (registered with pthread_atfork by the preload library,
+ * so that a child forked while another thread logs can log). */
+void tether__log_fork_prepare(void);
+void tether__log_fork_parent(void);
+void tether__log_fork_child(void);
+
 /* Fork hooks for a process that keeps using tether in a child (the
  * preload library registers them with pthread_atfork; libtether does not):
  * prepare holds the ticker's lock across fork, parent releases it, child

@@ -18,6 +18,18 @@ void tether_set_log(tether_log_fn fn, void *ctx, tether_log_level min_level) {
     pthread_mutex_unlock(&sink_lock);
 }
 
+void tether__log_fork_prepare(void) {
+    pthread_mutex_lock(&sink_lock);
+}
+
+void tether__log_fork_parent(void) {
+    pthread_mutex_unlock(&sink_lock);
+}
+
+void tether__log_fork_child(void) {
+    pthread_mutex_init(&sink_lock, NULL); /* held by the fork's thread */
+}
+
 void tether__log(tether_log_fn fn, void *ctx, tether_log_level level,
                  const char *fmt, ...) {
     tether_log_level min = TETHER_LOG_DEBUG;

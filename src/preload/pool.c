@@ -19,15 +19,18 @@ static void fork_prepare(void) {
     pthread_mutex_lock(&reg_lock);
     tp_table_lock();
     tether__ticker_fork_prepare();
+    tether__log_fork_prepare();
 }
 
 static void fork_parent(void) {
+    tether__log_fork_parent();
     tether__ticker_fork_parent();
     tp_table_unlock();
     pthread_mutex_unlock(&reg_lock);
 }
 
 static void fork_child(void) {
+    tether__log_fork_child();
     tether__ticker_fork_child();
     tp_table_fork_child();
     reg = NULL; /* the parent's: abandoned, never used or closed here */
