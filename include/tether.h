@@ -520,8 +520,9 @@ typedef void (*tether_breaker_fn)(void *ctx, tether_breaker_state from,
                                   tether_breaker_state to);
 
 /* Breaker options. Defaults: consecutive, 5 failures, ratio 0.5 over a 30 s
- * window with at least 20 calls, open 5 s, growth 2.0, max open 60 s, real
- * clock, no callback. */
+ * window with at least 20 calls, open 5 s, growth 2.0, max open 60 s, no
+ * jitter, real clock, no callback. A failed probe grows the period by
+ * growth, one refused as busy (class throttled) by at most 2. */
 typedef struct tether_breaker_opts {
     size_t size; /* sizeof, set by tether_breaker_opts_init */
     tether_breaker_mode mode;
@@ -535,7 +536,11 @@ typedef struct tether_breaker_opts {
     const tether_clock *clock;
     tether_breaker_fn on_state; /* called outside the breaker's lock */
     void *on_state_ctx;
-    uint64_t reserved_[4]; /* room to grow without moving the fields of
+    double jitter;         /* in [0, 1]: each open lasts a uniform draw from
+                              [(1 - jitter) x period, period], so breakers that
+                              opened together do not probe together; 0: none */
+    uint64_t seed;         /* for the jitter; 0: seeded from the system */
+    uint64_t reserved_[2]; /* room to grow without moving the fields of
                               the options that embed this struct; 0 */
 } tether_breaker_opts;
 
@@ -548,8 +553,11 @@ TETHER_API void tether_breaker_opts_init_sized(tether_breaker_opts *o,
     tether_breaker_opts_init_sized((o), sizeof(tether_breaker_opts))
 
 /* tether_breaker_preset fills o with a named preset: "blocking-period"
- * (SqlClient's pool blocking period: open on the first failure for 5 s,
- * doubling on each failed probe up to 60 s, reset by a success). */
+ * (the pool's default, after SqlClient's pool blocking period but tuned for
+ * fleets with `tether sim storm`: open on the first failure for 1 s, then
+ * 15 s after a failed probe (growth 15, max 15 s), each open drawn from
+ * [P/2, P] (jitter 0.5); a probe refused as busy at most doubles the
+ * period; a success resets it). */
 TETHER_API int tether_breaker_preset_sized(const char *name,
                                            tether_breaker_opts *o, size_t size,
                                            tether_error *err);

@@ -54,6 +54,7 @@ static int set_pause(void *base, const char *key, const char *v,
     tether_error e2 = {0};
     if (tether_retry_opts_parse(v, &ro, &e2) == 0) {
         cfg->pause = ro.backoff;
+        cfg->pause_set = 1;
         return 0;
     }
     return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
@@ -260,6 +261,11 @@ static void defaults(tether__conncfg *cfg) {
     cfg->login_timeout_ms = 15000;
     cfg->recheck_ms = 10000;
     cfg->race_delay_ms = 250;
+    /* Without tether_pause, a pass that reached no server (each refused,
+     * reset or timed out) ends the connect: the pool's breaker paces the
+     * next (a fleet-safe whole, docs/backoff.md); after one that reached a
+     * server (of the wrong role: a failover under way) the next pass comes
+     * after this pause. */
     tether_backoff_opts_init(&cfg->pause);
     cfg->pause.base_ms = 100;
     cfg->pause.max_ms = 2000;

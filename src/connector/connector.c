@@ -194,6 +194,9 @@ typedef struct run {
     int attempts;
     void *fallback; /* prefer-*: a connection of the other role */
     int permanent;  /* a permanent failure was seen this pass */
+    int reached;    /* a server of the wrong role answered this pass */
+    int busy;       /* a server refused as busy (throttled) this pass */
+    int64_t busy_w; /* the busy pause's window (ms), doubling */
     tether_error last;
     tether__tally tally; /* every endpoint passed over, and why */
 } run;
@@ -338,11 +341,13 @@ static int attempt(run *r, const tether_step *st, void **conn) {
                   now_ms(r) >= r->deadline_ms;
         tether__tally_fail(&r->tally, ep, &e, budget, cut);
         note_failure(r, idx, &e, cut);
+        r->busy |= e.cls == TETHER_CLASS_THROTTLED;
         return 0;
     }
     tether_role role;
     int v = judge_role(r, idx, *conn, &role);
     if (v != 1) {
+        r->reached = 1;
         wrong_role(r, ep, role, &e);
         tether__tally_role(&r->tally, ep, role, c->cfg.target);
     }
@@ -459,6 +464,31 @@ static int finish(run *r, void **conn, tether_error *err) {
     return r->last.code;
 }
 
+/* Without tether_pause (config.c), after a pass: 1 to end the connect when
+ * it reached no server (the pool's breaker paces the next); when a server
+ * refused as busy (and none of the wrong role answered), *delay is a draw
+ * from [w/2, w], w from 4 s doubling per such pass (tuned with `tether sim
+ * storm`: a busy server is up, the caller waits; a herd thins out), or 1
+ * when that passes the login deadline. After a server of the wrong role (a
+ * failover under way) the schedule's pause stands. */
+#define BUSY_FIRST_MS 4000
+#define BUSY_MAX_MS 60000
+
+static int default_pause(run *r, int64_t *delay) {
+    tether_connector *c = r->c;
+    if (c->cfg.pause_set || c->cfg.strategy == TETHER_STRATEGY_MIRRORING ||
+        c->cfg.strategy == TETHER_STRATEGY_STREAMING || r->reached)
+        return 0;
+    if (!r->busy)
+        return 1;
+    r->busy_w =
+        r->busy_w ? TETHER__MIN(r->busy_w * 2, BUSY_MAX_MS) : BUSY_FIRST_MS;
+    pthread_mutex_lock(&c->lock);
+    *delay = tether__rng_range(&c->rng, r->busy_w / 2, r->busy_w);
+    pthread_mutex_unlock(&c->lock);
+    return r->deadline_ms >= 0 && now_ms(r) + *delay >= r->deadline_ms;
+}
+
 static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
     for (;;) {
         tether_step st;
@@ -480,13 +510,17 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
         if (st.kind == TETHER_STEP_DONE || r->fallback || r->permanent)
             return finish(r, conn, err);
         /* Sequential timing: the provisioning callback refreshes the list
-         * for the next pass (streaming asks in its own steps). */
+         * for the next pass, or for the next connect when the default
+         * pause ends this one here (streaming asks in its own steps). */
         if (r->c->o.provision &&
             r->c->cfg.strategy != TETHER_STRATEGY_MIRRORING &&
             r->c->cfg.strategy != TETHER_STRATEGY_STREAMING) {
             int ok = provision(r); /* r->n is the new count after it */
             tether_schedule_provisioned(s, ok, r->n);
         }
+        if (default_pause(r, &st.delay_ms))
+            return finish(r, conn, err);
+        r->reached = r->busy = 0;
         tether__connector_event(r->c, 0, NULL, TETHER_PHASE_PAUSE, NULL, 0,
                                 now_ms(r) - r->start_ms, st.delay_ms);
         r->clock->sleep_ns(r->clock->ctx, st.delay_ms * TETHER__NS_PER_MS);

@@ -40,6 +40,7 @@ typedef struct tether__conncfg {
     int64_t recheck_ms;         /* tether_recheck (10 s) */
     int64_t race_delay_ms;      /* tether_race_delay (250 ms) */
     tether_backoff_opts pause;  /* between passes (tether_pause spec) */
+    int pause_set;              /* tether_pause given: every pass pauses */
     char *display; /* the string with secrets masked, for names and logs */
 } tether__conncfg;
 

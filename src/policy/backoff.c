@@ -111,6 +111,10 @@ static int64_t raw_delay(const tether_backoff_opts *o, int n) {
         return d >= (double)o->max_ms ? o->max_ms : (int64_t)d;
     }
     default: {
+        /* A zero base stays zero: 0 x inf (multiplier^n past ~1000
+         * failures) would be NaN, and NaN to int64 is undefined. */
+        if (o->base_ms <= 0)
+            return 0;
         double d = (double)o->base_ms * pow(o->multiplier, n);
         return d >= (double)o->max_ms ? o->max_ms : (int64_t)d;
     }

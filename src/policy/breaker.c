@@ -48,6 +48,8 @@ struct tether_breaker {
     int consecutive;   /* failures in a row while closed */
     int64_t opened_at; /* start of the open period (ms) */
     int64_t period;    /* current or last open period; 0: never opened */
+    int64_t hold;      /* this open's length: period less its jitter */
+    tether__rng rng;   /* the jitter's draws (under lock) */
     int64_t probe_at;  /* when the half-open probe was let through */
     int64_t width;     /* ms per bucket */
     bucket win[NBUCKETS];
@@ -100,12 +102,16 @@ static int breaker_preset(const char *name, tether_breaker_opts *o,
                                 "unknown breaker preset \"%.40s\" (want "
                                 "blocking-period)",
                                 name ? name : "(null)");
+    /* Tuned with `tether sim storm` for fleets (docs/backoff.md): a check
+     * within a second of the first failure (a blip), then one probe every
+     * 7.5 to 15 s, the jitter spreading clients that failed together. */
     tether_breaker_opts_init(o);
     o->mode = TETHER_BREAKER_CONSECUTIVE;
     o->failures = 1;
-    o->open_ms = 5000;
-    o->growth = 2.0;
-    o->max_open_ms = 60000;
+    o->open_ms = 1000;
+    o->growth = 15.0;
+    o->max_open_ms = 15000;
+    o->jitter = 0.5;
     return 0;
 }
 
@@ -157,6 +163,8 @@ static int validate_open(const tether_breaker_opts *o, tether_error *err) {
                        "must be >= open_ms");
     if (!(o->growth >= 1.0) || !isfinite(o->growth))
         return bad_dbl(err, "growth", o->growth, "must be >= 1");
+    if (!(o->jitter >= 0.0 && o->jitter <= 1.0))
+        return bad_dbl(err, "jitter", o->jitter, "must be in [0, 1]");
     return 0;
 }
 
@@ -196,6 +204,7 @@ int tether_breaker_create(tether_breaker **out, const tether_breaker_opts *o,
     }
     b->qcap = QUEUE_MIN;
     b->o = *o;
+    tether__rng_seed(&b->rng, o->seed);
     atomic_init(&b->state, TETHER_BREAKER_CLOSED);
     b->width = o->window_ms / NBUCKETS;
     window_clear(b);
@@ -281,6 +290,10 @@ static void unlock(tether_breaker *b) {
 
 static void open_now(tether_breaker *b, int64_t now, int64_t period) {
     b->period = period;
+    b->hold = period;
+    if (b->o.jitter > 0.0)
+        b->hold -= tether__rng_range(&b->rng, 0,
+                                     (int64_t)((double)period * b->o.jitter));
     b->opened_at = now;
     b->consecutive = 0;
     set_state(b, TETHER_BREAKER_OPEN);
@@ -347,7 +360,7 @@ static void cache_failure(tether_breaker *b, const tether_error *err) {
 static void fail_fast(const tether_breaker *b, int64_t now, tether_error *err) {
     if (!err)
         return;
-    int64_t wait = TETHER__MAX(b->period - (now - b->opened_at), 0);
+    int64_t wait = TETHER__MAX(b->hold - (now - b->opened_at), 0);
     char head[64];
     if (atomic_load_explicit(&b->state, memory_order_relaxed) ==
         TETHER_BREAKER_ISOLATED)
@@ -381,7 +394,7 @@ static int admit(tether_breaker *b, int64_t now) {
     case TETHER_BREAKER_CLOSED:
         return TETHER_PERMIT_CALL;
     case TETHER_BREAKER_OPEN:
-        if (now - b->opened_at < b->period)
+        if (now - b->opened_at < b->hold)
             return TETHER_EOPEN;
         b->probe_at = now;
         set_state(b, TETHER_BREAKER_HALF_OPEN);
@@ -424,6 +437,15 @@ static void count_closed(tether_breaker *b, int64_t now, int ok) {
         open_now(b, now, b->o.open_ms);
 }
 
+/* A failed probe grows the period by growth; a probe refused as busy
+ * (throttled: the server is up) at most doubles it, so a caller waiting
+ * for a free slot is not held for the down growth. */
+static double growth_for(const tether_breaker *b, const tether_error *err) {
+    if (err && err->cls == TETHER_CLASS_THROTTLED && b->o.growth > 2.0)
+        return 2.0;
+    return b->o.growth;
+}
+
 void tether_breaker_record(tether_breaker *b, int permit, int ok,
                            const tether_error *err) {
     if (!b)
@@ -450,7 +472,8 @@ void tether_breaker_record(tether_breaker *b, int permit, int ok,
             close_now(b);
         else
             open_now(b, now,
-                     tether__mul_sat(b->period, b->o.growth, b->o.max_open_ms));
+                     tether__mul_sat(b->period, growth_for(b, err),
+                                     b->o.max_open_ms));
     } else if (b->o.mode == TETHER_BREAKER_RATIO) {
         window_add(b, now, ok); /* late outcome: counted, no state change */
     }
@@ -469,7 +492,7 @@ int tether__breaker_blocks(tether_breaker *b) {
     switch ((tether_breaker_state)atomic_load_explicit(&b->state,
                                                        memory_order_relaxed)) {
     case TETHER_BREAKER_OPEN:
-        blocks = now - b->opened_at < b->period;
+        blocks = now - b->opened_at < b->hold;
         break;
     case TETHER_BREAKER_HALF_OPEN:
         blocks = now - b->probe_at < b->period;

@@ -658,6 +658,7 @@ enum {
     BK_OPEN,
     BK_MAX_OPEN,
     BK_GROWTH,
+    BK_JITTER,
     BK_COUNT
 };
 
@@ -676,6 +677,8 @@ static const spec_key breaker_keys[BK_COUNT] = {
                             "want a duration in [1ms, 1000000h]"),
     [BK_GROWTH] = KEY_FLOAT("growth", BREAKER_OFF(growth), 1.0, DBL_MAX, 0,
                             "want a number >= 1"),
+    [BK_JITTER] = KEY_FLOAT("jitter", BREAKER_OFF(jitter), 0.0, 1.0, 0,
+                            "want a number in [0, 1]"),
 };
 
 enum { BREAKER_KIND_PLAIN, BREAKER_KIND_BLOCKING_PERIOD };

@@ -117,6 +117,8 @@ static int make_policies(tether_pool *p, tether_error *err) {
         tether_breaker_opts bo = p->o.breaker;
         if (!bo.clock)
             bo.clock = p->o.clock;
+        if (!bo.seed && p->o.seed) /* a seeded pool is reproducible */
+            bo.seed = p->o.seed * 0x9e3779b97f4a7c15ULL + 1;
         int rc = tether_breaker_create(&p->breaker, &bo, err);
         if (rc)
             return rc;
@@ -665,11 +667,19 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
         rc = tether__driver_connect(p->drv, p->o.driver_ctx, NULL, budget_ms,
                                     p->o.clock, &conn, err);
     /* A throttled refusal (53300, 57P03) comes from a server that is up
-     * but busy: not a failure that should block connects. */
-    if (p->breaker && permit != TETHER_EOPEN)
-        tether_breaker_record(p->breaker, permit,
-                              rc == 0 || err->cls == TETHER_CLASS_THROTTLED,
-                              err);
+     * but busy: while other connections are out, callers wait for their
+     * release and it blocks nothing; a pool with none has nothing to wait
+     * for, so it paces the next connect like a failure (callers see the
+     * breaker's error with the class throttled: up, busy). */
+    if (p->breaker && permit != TETHER_EOPEN) {
+        int ok = rc == 0;
+        if (!ok && err->cls == TETHER_CLASS_THROTTLED) {
+            pthread_mutex_lock(&p->lock);
+            ok = p->total > 1; /* this creation counts in total */
+            pthread_mutex_unlock(&p->lock);
+        }
+        tether_breaker_record(p->breaker, permit, ok, err);
+    }
     pthread_mutex_lock(&p->lock);
     p->creating--;
     tether__slot *s = rc == 0 ? claim_free_locked(p) : NULL;

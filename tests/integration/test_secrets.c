@@ -436,7 +436,11 @@ static void test_connect_failures(void **state) {
     assert_int_not_equal(connect_once("nested-dbname", ci), 0);
     /* Refused; then refused and wrong password over two hosts. */
     int closed = closed_port();
-    snprintf(extra, sizeof(extra), "port=%d tether_login_timeout=1s", closed);
+    /* A pause set: passes repeat (the default ends after one that reached
+     * no server), so several attempts are reported and scanned. */
+    snprintf(extra, sizeof(extra),
+             "port=%d tether_login_timeout=1s tether_pause='fixed base=200ms'",
+             closed);
     conn_kv(ci, sizeof(ci), env.user, PW, extra);
     assert_int_not_equal(connect_once("refused", ci), 0);
     snprintf(ci, sizeof(ci),

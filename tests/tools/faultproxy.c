@@ -5,7 +5,8 @@
  *   faultproxy serve --listen PORT --target HOST:PORT --control PATH
  *       PORT 0 picks a free port; "port N" is printed on stdout once the
  *       proxy and its control socket are ready.
- *   faultproxy ctl PATH pass|blackhole|reset|refuse|status
+ *   faultproxy ctl PATH pass|blackhole|reset|refuse|status|counts
+ *   faultproxy ctl PATH 'gate N'
  *       prints the proxy's answer ("ok", or "ok mode=M conns=N dead=D"
  *       for status); exit status 0 on "ok".
  *
@@ -28,6 +29,16 @@
  *   refuse     close the listening socket: connect() fails at once with
  *              ECONNREFUSED. Existing connections are left as they are.
  *              `pass` (or `blackhole`) reopens it on the same port.
+ *   gate N     the counting mode (bench/run-storm): every new connection is
+ *              counted, per second since the first `gate`. N < 0: the server
+ *              is down: each is reset at once (the client sees its connect
+ *              fail). N >= 0: at most N a second (windows from this command)
+ *              are forwarded; the rest get PostgreSQL's "sorry, too many
+ *              clients already" (53300) and are closed, as an overloaded
+ *              server does. Existing connections are left as they are.
+ *              `counts` answers "ok seconds=S attempts=a0,a1,...
+ *              admitted=b0,b1,..." (per second); `pass`, `reset`,
+ *              `blackhole` and `refuse` end the mode.
  * If the target refuses while in pass mode, the client's connection is reset.
  * SIGTERM / SIGINT: close everything, remove the control socket, exit 0.
  */
@@ -49,12 +60,14 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BUF_SIZE (32 * 1024) /* per direction and connection */
 #define MAX_CONNS 256
 #define MAX_FILLERS 8
 #define FILL_WAIT_MS 1000 /* a filler connect not done by then = queue full */
+#define GATE_SECONDS 3600 /* the counting mode's per-second counts */
 
 enum mode { MODE_PASS, MODE_BLACKHOLE, MODE_REFUSE };
 static const char *const mode_names[] = {"pass", "blackhole", "refuse"};
@@ -65,19 +78,19 @@ struct dir {
 };
 
 struct conn {
-    int cfd, ufd;      /* client side, upstream side (-1 = closed) */
-    int connecting;    /* upstream connect() in progress */
-    int dead;          /* blackholed: drop everything, forever */
-    int c_eof, u_eof;  /* read EOF from client / upstream */
+    int cfd, ufd;       /* client side, upstream side (-1 = closed) */
+    int connecting;     /* upstream connect() in progress */
+    int dead;           /* blackholed: drop everything, forever */
+    int c_eof, u_eof;   /* read EOF from client / upstream */
     int c_shut, u_shut; /* we sent FIN to client / upstream */
     struct dir c2u, u2c;
 };
 
 struct proxy {
     enum mode mode;
-    int lfd;      /* listening socket, -1 when refusing */
-    int full;     /* accept queue stuffed (blackhole) */
-    int port;     /* listen port, host order */
+    int lfd;  /* listening socket, -1 when refusing */
+    int full; /* accept queue stuffed (blackhole) */
+    int port; /* listen port, host order */
     int ctl_fd;
     const char *ctl_path;
     struct sockaddr_storage target;
@@ -88,6 +101,15 @@ struct proxy {
     int filler_ports[MAX_FILLERS];
     int nfillers;
     int pending_filler; /* the filler whose SYN the full queue drops, or -1 */
+    /* The counting mode (gate). */
+    int gate_on;
+    int gate;                /* < 0: down; else connects admitted a second */
+    long long gate_t0_ms;    /* the first gate command: second 0 */
+    long long gate_since_ms; /* the last one: admission windows start here */
+    long long window;
+    int in_window;
+    int attempts[GATE_SECONDS];
+    int admitted[GATE_SECONDS];
 };
 
 static volatile sig_atomic_t stop_flag;
@@ -156,7 +178,8 @@ static int parse_target(struct proxy *p, const char *spec) {
         memmove(host, host + 1, strlen(host));
         host[strlen(host) - 1] = '\0';
     }
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV};
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_NUMERICSERV};
     struct addrinfo *res, *ai;
     if (getaddrinfo(host, colon + 1, &hints, &res) != 0)
         return -1;
@@ -207,7 +230,8 @@ static int listener_open(struct proxy *p) {
         if (fd < 0)
             return -1;
         (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, SOMAXCONN) == 0) {
+        if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+            listen(fd, SOMAXCONN) == 0) {
             p->lfd = fd;
             p->port = local_port(fd);
             p->full = 0;
@@ -245,7 +269,8 @@ static void conn_start(struct proxy *p, int cfd) {
     struct conn *c = conn_new(p, cfd);
     if (!c)
         return;
-    int ufd = socket(p->target.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int ufd = socket(p->target.ss_family,
+                     SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (ufd < 0) {
         close_rst(c->cfd);
         c->cfd = -1;
@@ -272,6 +297,56 @@ static int is_filler(const struct proxy *p, int fd) {
     return 0;
 }
 
+static long long now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* An overloaded server's answer (ErrorResponse, SQLSTATE 53300): libpq
+ * reads it in place of the SSL or startup reply. */
+static void refuse_busy(struct proxy *p, int fd) {
+    static const char msg[] =
+        "SFATAL\0VFATAL\0C53300\0Msorry, too many clients "
+        "already\0\0";
+    char pkt[1 + 4 + sizeof msg];
+    uint32_t len = htonl((uint32_t)(4 + sizeof msg - 1));
+    pkt[0] = 'E';
+    memcpy(pkt + 1, &len, 4);
+    memcpy(pkt + 5, msg, sizeof msg - 1);
+    (void)send(fd, pkt, 5 + sizeof msg - 1, MSG_NOSIGNAL);
+    shutdown(fd, SHUT_WR);
+    struct conn *c = conn_new(p, fd); /* drop its input until it closes */
+    if (c)
+        c->dead = 1;
+}
+
+/* A new connection in the counting mode: count it, then reset it (down),
+ * forward it (within this second's admissions) or refuse it as busy. */
+static void gate_accept(struct proxy *p, int fd) {
+    long long now = now_ms(), s = (now - p->gate_t0_ms) / 1000;
+    int in = s >= 0 && s < GATE_SECONDS;
+    if (in)
+        p->attempts[s]++;
+    if (p->gate < 0) {
+        close_rst(fd);
+        return;
+    }
+    long long w = (now - p->gate_since_ms) / 1000;
+    if (w != p->window) {
+        p->window = w;
+        p->in_window = 0;
+    }
+    if (p->in_window < p->gate) {
+        p->in_window++;
+        if (in)
+            p->admitted[s]++;
+        conn_start(p, fd);
+        return;
+    }
+    refuse_busy(p, fd);
+}
+
 /* Accept everything queued; fillers are closed, clients start (or go dead). */
 static void accept_all(struct proxy *p, int dead) {
     for (;;) {
@@ -284,6 +359,8 @@ static void accept_all(struct proxy *p, int dead) {
             struct conn *c = conn_new(p, fd);
             if (c)
                 c->dead = 1;
+        } else if (p->gate_on) {
+            gate_accept(p, fd);
         } else {
             conn_start(p, fd);
         }
@@ -302,7 +379,8 @@ static int queue_state(int lfd, unsigned *len) {
 }
 
 /* One filler connect to our own listener. Returns 1 if it completed, 0 if
- * it is still in progress after FILL_WAIT_MS (the queue is full), -1 on error. */
+ * it is still in progress after FILL_WAIT_MS (the queue is full), -1 on error.
+ */
 static int filler_connect(struct proxy *p, int *fdp) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -363,7 +441,8 @@ static void listener_fill(struct proxy *p) {
         close_fd(&fd);
         break;
     }
-    logmsg("warning: the accept queue did not fill; new connections may not hang");
+    logmsg(
+        "warning: the accept queue did not fill; new connections may not hang");
 }
 
 /* Undo listener_fill: drop our connections, accept what clients queued. */
@@ -405,7 +484,34 @@ static void go_dead(struct conn *c) {
     }
 }
 
+/* "gate N": enter (or re-set) the counting mode. */
+static int set_gate(struct proxy *p, const char *n) {
+    char *end;
+    long v = strtol(n, &end, 10);
+    if (end == n || *end || v < -1 || v > 1000000)
+        return -2;
+    if (p->lfd < 0 && listener_open(p) != 0)
+        return -1;
+    listener_unfill(p);
+    p->mode = MODE_PASS;
+    long long now = now_ms();
+    if (!p->gate_on) {
+        p->gate_on = 1;
+        p->gate_t0_ms = now;
+        memset(p->attempts, 0, sizeof p->attempts);
+        memset(p->admitted, 0, sizeof p->admitted);
+    }
+    p->gate = (int)v;
+    p->gate_since_ms = now;
+    p->window = 0;
+    p->in_window = 0;
+    return 0;
+}
+
 static int set_mode(struct proxy *p, const char *what) {
+    if (strncmp(what, "gate ", 5) == 0)
+        return set_gate(p, what + 5);
+    p->gate_on = 0;
     if (strcmp(what, "reset") == 0) {
         for (int i = 0; i < p->nconns; i++) {
             close_rst(p->conns[i]->cfd);
@@ -454,17 +560,34 @@ static void handle_ctl(struct proxy *p) {
     }
     line[n] = '\0';
     line[strcspn(line, "\r\n")] = '\0';
-    char reply[128];
-    if (strcmp(line, "status") == 0) {
+    static char reply[32 + 2 * 8 * GATE_SECONDS];
+    if (strcmp(line, "counts") == 0) {
+        long long secs = p->gate_on ? (now_ms() - p->gate_t0_ms) / 1000 + 1 : 0;
+        secs = secs > GATE_SECONDS ? GATE_SECONDS : secs;
+        size_t o = (size_t)snprintf(reply, sizeof reply,
+                                    "ok seconds=%lld attempts=", secs);
+        for (int k = 0; k < 2; k++) {
+            const int *v = k ? p->admitted : p->attempts;
+            if (k)
+                o +=
+                    (size_t)snprintf(reply + o, sizeof reply - o, " admitted=");
+            for (long long i = 0; i < secs; i++)
+                o += (size_t)snprintf(reply + o, sizeof reply - o, "%s%d",
+                                      i ? "," : "", v[i]);
+        }
+        snprintf(reply + o, sizeof reply - o, "\n");
+    } else if (strcmp(line, "status") == 0) {
         snprintf(reply, sizeof reply, "ok mode=%s conns=%d dead=%d port=%d\n",
                  mode_names[p->mode], p->nconns, count_dead(p), p->port);
     } else {
         int rc = set_mode(p, line);
         if (rc == 0)
-            logmsg("mode %s (%d connections, %d silent)", mode_names[p->mode], p->nconns,
-                   count_dead(p));
+            logmsg("mode %s (%d connections, %d silent)", mode_names[p->mode],
+                   p->nconns, count_dead(p));
         snprintf(reply, sizeof reply, "%s\n",
-                 rc == 0 ? "ok" : rc == -2 ? "error: unknown mode" : "error: cannot listen");
+                 rc == 0    ? "ok"
+                 : rc == -2 ? "error: unknown mode"
+                            : "error: cannot listen");
     }
     (void)send(fd, reply, strlen(reply), MSG_NOSIGNAL);
     close(fd);
@@ -485,7 +608,8 @@ static void conn_close(struct conn *c, int rst) {
     c->cfd = c->ufd = -1;
 }
 
-/* Read from fd into d. Returns bytes read, 0 on EOF, -1 on error, -2 on EAGAIN. */
+/* Read from fd into d. Returns bytes read, 0 on EOF, -1 on error, -2 on EAGAIN.
+ */
 static ssize_t fill_dir(int fd, struct dir *d) {
     if (d->off == d->len)
         d->off = d->len = 0;
@@ -495,7 +619,8 @@ static ssize_t fill_dir(int fd, struct dir *d) {
     if (r > 0)
         d->len += (size_t)r;
     if (r < 0)
-        return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? -2 : -1;
+        return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? -2
+                                                                           : -1;
     return r;
 }
 
@@ -503,7 +628,9 @@ static int drain_dir(int fd, struct dir *d) {
     while (d->off < d->len) {
         ssize_t w = send(fd, d->buf + d->off, d->len - d->off, MSG_NOSIGNAL);
         if (w < 0)
-            return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) ? 0 : -1;
+            return (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                       ? 0
+                       : -1;
         d->off += (size_t)w;
     }
     d->off = d->len = 0;
@@ -549,8 +676,9 @@ static void upstream_connected(struct conn *c, short rev) {
 /* Readable/writable work on one side: from = the fd that was polled. */
 static void pass_event(struct conn *c, int side_client, short ev, short rev) {
     int from = side_client ? c->cfd : c->ufd;
-    struct dir *in = side_client ? &c->c2u : &c->u2c;   /* what we read from `from` */
-    struct dir *out = side_client ? &c->u2c : &c->c2u;  /* what we owe `from` */
+    struct dir *in =
+        side_client ? &c->c2u : &c->u2c; /* what we read from `from` */
+    struct dir *out = side_client ? &c->u2c : &c->c2u; /* what we owe `from` */
     int *eof = side_client ? &c->c_eof : &c->u_eof;
     if ((rev & (POLLERR | POLLHUP)) && !(ev & POLLIN)) {
         conn_close(c, 1); /* peer gone and we cannot read what it sent */
@@ -636,10 +764,12 @@ struct slot {
     int side_client;
 };
 
-static int build_pollset(struct proxy *p, struct pollfd *fds, struct slot *slots) {
+static int build_pollset(struct proxy *p, struct pollfd *fds,
+                         struct slot *slots) {
     int n = 0;
     fds[n++] = (struct pollfd){.fd = p->ctl_fd, .events = POLLIN};
-    fds[n++] = (struct pollfd){.fd = (p->lfd >= 0 && !p->full) ? p->lfd : -1, .events = POLLIN};
+    fds[n++] = (struct pollfd){.fd = (p->lfd >= 0 && !p->full) ? p->lfd : -1,
+                               .events = POLLIN};
     for (int i = 0; i < p->nconns; i++) {
         struct conn *c = p->conns[i];
         short ev = client_events(c);
@@ -658,7 +788,8 @@ static int build_pollset(struct proxy *p, struct pollfd *fds, struct slot *slots
     return n;
 }
 
-static void dispatch(struct proxy *p, struct pollfd *fds, struct slot *slots, int n) {
+static void dispatch(struct proxy *p, struct pollfd *fds, struct slot *slots,
+                     int n) {
     for (int i = 2; i < n; i++) {
         struct conn *c = slots[i].c;
         int side_client = slots[i].side_client;
@@ -719,7 +850,8 @@ static int ctl_listen(struct proxy *p, const char *path) {
     }
     strcpy(a.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 8) != 0) {
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        listen(fd, 8) != 0) {
         logmsg("control socket %s: %s", path, strerror(errno));
         if (fd >= 0)
             close(fd);
@@ -758,8 +890,12 @@ static void install_signals(void) {
 }
 
 static int usage(void) {
-    fprintf(stderr, "usage: faultproxy serve --listen PORT --target HOST:PORT --control PATH\n"
-                    "       faultproxy ctl PATH pass|blackhole|reset|refuse|status\n");
+    fprintf(
+        stderr,
+        "usage: faultproxy serve --listen PORT --target HOST:PORT --control "
+        "PATH\n"
+        "       faultproxy ctl PATH pass|blackhole|reset|refuse|status|counts\n"
+        "       faultproxy ctl PATH 'gate N'\n");
     return 2;
 }
 
@@ -816,15 +952,18 @@ static int cmd_ctl(int argc, char **argv) {
     }
     struct timeval tv = {.tv_sec = 10};
     (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    char req[64], reply[256];
+    static char reply[64 * 1024];
+    char req[64];
     int len = snprintf(req, sizeof req, "%s\n", argv[1]);
-    if (len < 0 || (size_t)len >= sizeof req || send(fd, req, (size_t)len, MSG_NOSIGNAL) != len) {
+    if (len < 0 || (size_t)len >= sizeof req ||
+        send(fd, req, (size_t)len, MSG_NOSIGNAL) != len) {
         close(fd);
         return 1;
     }
     size_t n = 0;
     ssize_t r;
-    while (n < sizeof reply - 1 && (r = read(fd, reply + n, sizeof reply - 1 - n)) > 0)
+    while (n < sizeof reply - 1 &&
+           (r = read(fd, reply + n, sizeof reply - 1 - n)) > 0)
         n += (size_t)r;
     close(fd);
     reply[n] = '\0';

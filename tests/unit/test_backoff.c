@@ -63,6 +63,25 @@ static void test_exponential_sequence_and_cap(void **state) {
     tether_backoff_destroy(b);
 }
 
+/* A zero base past ~1000 failures: 0 x inf was NaN, converted to an
+ * integer (undefined; UBSan stops the sanitizer build here). */
+static void test_zero_base_long_run(void **state) {
+    (void)state;
+    const tether_jitter modes[] = {TETHER_JITTER_NONE, TETHER_JITTER_FULL,
+                                   TETHER_JITTER_EQUAL,
+                                   TETHER_JITTER_PROPORTIONAL};
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+        tether_backoff_opts o = nojitter(TETHER_BACKOFF_EXPONENTIAL);
+        o.base_ms = 0;
+        o.max_ms = 60000;
+        o.jitter = modes[m];
+        tether_backoff *b = make(&o);
+        for (int i = 0; i < 3000; i++)
+            assert_int_equal(next(b, TETHER_CLASS_TRANSIENT), 0);
+        tether_backoff_destroy(b);
+    }
+}
+
 static void test_fixed_incremental_immediate(void **state) {
     (void)state;
     tether_backoff_opts o = nojitter(TETHER_BACKOFF_FIXED);
@@ -292,6 +311,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_exponential_sequence_and_cap),
+        cmocka_unit_test(test_zero_base_long_run),
         cmocka_unit_test(test_fixed_incremental_immediate),
         cmocka_unit_test(test_jitter_full_equal),
         cmocka_unit_test(test_jitter_proportional),

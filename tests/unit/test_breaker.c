@@ -305,15 +305,17 @@ static void test_blocking_period_timeline(void **state) {
     assert_int_equal(tether_breaker_preset("blocking-period", &o, NULL), 0);
     assert_int_equal(o.mode, TETHER_BREAKER_CONSECUTIVE);
     assert_int_equal(o.failures, 1);
-    assert_int_equal(o.open_ms, 5000);
-    assert_true(o.growth == 2.0);
-    assert_int_equal(o.max_open_ms, 60000);
+    assert_int_equal(o.open_ms, 1000);
+    assert_true(o.growth == 15.0);
+    assert_int_equal(o.max_open_ms, 15000);
+    assert_true(o.jitter == 0.5);
+    o.jitter = 0; /* the nominal timeline; test_jitter_spreads_holds */
     fixture f;
     make(&f, &o);
     int64_t t0 = tether_now_ms(o.clock);
     record_fail(f.b, "login failed");
-    static const int64_t periods[] = {5, 10, 20, 40, 60, 60, 60};
-    static const int64_t probes_at[] = {5, 15, 35, 75, 135, 195, 255};
+    static const int64_t periods[] = {1, 15, 15, 15, 15, 15, 15};
+    static const int64_t probes_at[] = {1, 16, 31, 46, 61, 76, 91};
     for (size_t i = 0; i < sizeof(periods) / sizeof(periods[0]); i++) {
         assert_int_equal(tether_breaker_open_ms(f.b), periods[i] * 1000);
         advance_ms(&f, periods[i] * 1000 - 1);
@@ -327,10 +329,89 @@ static void test_blocking_period_timeline(void **state) {
     done(&f);
 }
 
+/* The jitter: each open lasts a uniform draw from [(1 - j) P, P], so
+ * breakers that opened together probe apart; a seed repeats its draws. */
+static int64_t first_hold(tether_breaker_opts o, uint64_t seed) {
+    fixture f;
+    o.seed = seed;
+    make(&f, &o);
+    int64_t t0 = tether_now_ms(o.clock);
+    record_fail(f.b, "down");
+    while (tether_breaker_allow(f.b, NULL) == TETHER_EOPEN)
+        advance_ms(&f, 1);
+    int64_t hold = tether_now_ms(o.clock) - t0;
+    done(&f);
+    return hold;
+}
+
+static void test_jitter_spreads_holds(void **state) {
+    (void)state;
+    tether_breaker_opts o;
+    assert_int_equal(tether_breaker_preset("blocking-period", &o, NULL), 0);
+    o.open_ms = 200;
+    int64_t lo = INT64_MAX, hi = 0, sum = 0;
+    int distinct = 0, seen[201] = {0};
+    for (uint64_t seed = 1; seed <= 200; seed++) {
+        int64_t h = first_hold(o, seed);
+        assert_true(h >= 100 && h <= 200);
+        lo = h < lo ? h : lo;
+        hi = h > hi ? h : hi;
+        sum += h;
+        distinct += !seen[h]++;
+    }
+    assert_true(lo <= 110 && hi >= 190); /* the whole range is used */
+    assert_true(distinct > 60);
+    assert_true(sum / 200 > 135 && sum / 200 < 165);
+    assert_int_equal(first_hold(o, 7), first_hold(o, 7));
+    o.jitter = 0;
+    assert_int_equal(first_hold(o, 7), 200);
+    o.jitter = 1.5;
+    tether_breaker *b = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_breaker_create(&b, &o, &err), TETHER_EINVAL);
+    assert_non_null(strstr(err.message, "jitter"));
+}
+
+/* A probe refused as busy (throttled: the server is up) at most doubles
+ * the period; a probe that found the server down grows it by growth. */
+static void test_throttled_probe_grows_gently(void **state) {
+    (void)state;
+    tether_breaker_opts o;
+    assert_int_equal(tether_breaker_preset("blocking-period", &o, NULL), 0);
+    o.jitter = 0;
+    fixture f;
+    make(&f, &o);
+    tether_error busy = {0};
+    tether_error_set(&busy, TETHER_ETHROTTLED, TETHER_CLASS_THROTTLED,
+                     "sorry, too many clients already");
+    tether_breaker_record(f.b, TETHER_PERMIT_CALL, 0, &busy);
+    assert_int_equal(tether_breaker_open_ms(f.b), 1000);
+    const int64_t want[] = {2000, 4000, 8000, 15000, 15000};
+    for (int i = 0; i < 5; i++) {
+        advance_ms(&f, tether_breaker_open_ms(f.b));
+        assert_int_equal(tether_breaker_allow(f.b, NULL), TETHER_PERMIT_PROBE);
+        tether_breaker_record(f.b, TETHER_PERMIT_PROBE, 0, &busy);
+        assert_int_equal(tether_breaker_open_ms(f.b), want[i]);
+    }
+    /* The same from closed with the server down: 1 s, then 15 s. */
+    tether_breaker_reset(f.b);
+    record_fail(f.b, "refused");
+    advance_ms(&f, 1000);
+    assert_int_equal(tether_breaker_allow(f.b, NULL), TETHER_PERMIT_PROBE);
+    tether_error down = conn_error("refused");
+    tether_breaker_record(f.b, TETHER_PERMIT_PROBE, 0, &down);
+    assert_int_equal(tether_breaker_open_ms(f.b), 15000);
+    done(&f);
+}
+
 static void test_probe_success_resets_period(void **state) {
     (void)state;
     tether_breaker_opts o;
     assert_int_equal(tether_breaker_preset("blocking-period", &o, NULL), 0);
+    o.jitter = 0;
+    o.growth = 2.0;
+    o.open_ms = 5000;
+    o.max_open_ms = 60000;
     fixture f;
     make(&f, &o);
     record_fail(f.b, "down");
@@ -694,6 +775,8 @@ int main(void) {
         cmocka_unit_test(test_ratio_min_throughput),
         cmocka_unit_test(test_ratio_window_slides),
         cmocka_unit_test(test_blocking_period_timeline),
+        cmocka_unit_test(test_jitter_spreads_holds),
+        cmocka_unit_test(test_throttled_probe_grows_gently),
         cmocka_unit_test(test_probe_success_resets_period),
         cmocka_unit_test(test_exactly_one_probe),
         cmocka_unit_test(test_callback_order),

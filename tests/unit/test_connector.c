@@ -531,7 +531,11 @@ static void test_sequential_provisioning(void **state) {
     evlog log = {0};
     tether_connector_opts o;
     tether_connector_opts_init(&o);
-    o.conninfo = "host=down1 port=5|6 tether_strategy=sequential";
+    /* An explicit pause: passes go on (by default a connect that nothing
+     * answered ends after one pass, and the next connect uses the new
+     * list: test_sequential_provisioning_default). */
+    o.conninfo = "host=down1 port=5|6 tether_strategy=sequential "
+                 "tether_pause='exponential base=100ms max=2s'";
     o.driver = &fake;
     o.clock = tether_vclock_clock(vc);
     o.provision = provide_seq;
@@ -554,6 +558,29 @@ static void test_sequential_provisioning(void **state) {
     for (int i = 0; i < 7; i++)
         if (strncmp(log.lines[i], want[i], strlen(want[i])))
             fail_msg("event %d: \"%s\", want \"%s\"", i, log.lines[i], want[i]);
+    tether_connector_destroy(c);
+}
+
+/* With the default pause, a pass nothing answered ends the connect, but
+ * the list is refreshed first: the next connect tries the new one. */
+static void test_sequential_provisioning_default(void **state) {
+    (void)state;
+    tether_connector_opts o;
+    tether_connector_opts_init(&o);
+    o.conninfo = "host=down1 port=5|6 tether_strategy=sequential";
+    o.driver = &fake;
+    o.clock = tether_vclock_clock(vc);
+    o.provision = provide_seq;
+    o.seed = 5;
+    tether_connector *c = NULL;
+    tether_error err = {0};
+    seq_provisions = 0;
+    assert_int_equal(tether_connector_create(&c, &o, &err), 0);
+    assert_null(connect_host(c, &err));
+    assert_int_equal(seq_provisions, 1);
+    const char *h = connect_host(c, &err);
+    assert_non_null(h);
+    assert_string_equal(h, "p9");
     tether_connector_destroy(c);
 }
 
@@ -606,6 +633,49 @@ static tether_sim *make_simdb(double timeout_rate) {
     if (tether_sim_create(&sim, &so, &err))
         fail_msg("sim: %s", err.message);
     return sim;
+}
+
+/* Without tether_pause: a pass that reached no server ends the connect at
+ * once (the pool's breaker paces the next); a busy server is tried again
+ * after 2-4 s, then 4-8 s, within the login timeout; with a pause set,
+ * passes repeat as it says. */
+static void test_default_pause_by_outcome(void **state) {
+    (void)state;
+    tether_sim *sim = make_simdb(0);
+    tether_sim_set_down(sim, 1);
+    tether_connector *c = make_sim("host=db1,db2", sim);
+    tether_error err = {0};
+    void *h = NULL;
+    int64_t t0 = tether_now_ms(tether_vclock_clock(vc));
+    assert_int_equal(tether_connector_connect(c, &h, &err), TETHER_ECONNECT);
+    assert_int_equal(err.attempts, 2); /* one pass over both hosts */
+    assert_int_equal(tether_now_ms(tether_vclock_clock(vc)) - t0, 0);
+    tether_connector_destroy(c);
+    c = make_sim("host=db1 tether_login_timeout=3s "
+                 "tether_pause='fixed base=500ms jitter=none'",
+                 sim);
+    assert_int_equal(tether_connector_connect(c, &h, &err), TETHER_ECONNECT);
+    assert_int_equal(err.attempts, 6); /* t = 0, 0.5 ... 2.5 s */
+    tether_connector_destroy(c);
+    /* Busy twice, then admitted: after 2-4 s and 4-8 s. */
+    tether_sim_set_down(sim, 0);
+    tether_sim_fail_next(sim, 2, TETHER_ETHROTTLED, TETHER_CLASS_THROTTLED);
+    c = make_sim("host=db1", sim);
+    t0 = tether_now_ms(tether_vclock_clock(vc));
+    assert_int_equal(tether_connector_connect(c, &h, &err), 0);
+    int64_t took = tether_now_ms(tether_vclock_clock(vc)) - t0;
+    assert_true(took >= 6000 && took <= 12000);
+    tether_connector_close(c, h);
+    tether_connector_destroy(c);
+    /* Busy past the login timeout: it ends when the next pause would. */
+    tether_sim_fail_next(sim, 10, TETHER_ETHROTTLED, TETHER_CLASS_THROTTLED);
+    c = make_sim("host=db1 tether_login_timeout=5s", sim);
+    assert_int_equal(tether_connector_connect(c, &h, &err), TETHER_ETHROTTLED);
+    assert_true(err.attempts >= 1 && err.attempts <= 2);
+    assert_true(err.elapsed_ms < 5000);
+    tether_connector_destroy(c);
+    tether_connector_destroy(make_sim("host=db1", sim)); /* nothing leaks */
+    tether_sim_destroy(sim);
 }
 
 #define PASSWORD "Pw-n0t-in-messages"
@@ -784,17 +854,18 @@ static void test_error_pool_breaker(void **state) {
     po.connector = c;
     po.clock = tether_vclock_clock(vc);
     po.max_size = 2;
+    po.breaker.jitter = 0; /* a 1 s open period, exactly */
     tether_pool *p = NULL;
     tether_error err = {0};
     assert_int_equal(tether_pool_create(&p, &po, &err), 0);
     tether_lease *l = NULL;
     assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), TETHER_ECONNECT);
     expect_in(err.message, "db1:5432 refused; db2:5432 refused");
-    tether_vclock_advance(vc, 1000 * MS);
+    tether_vclock_advance(vc, 600 * MS);
     assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), TETHER_EOPEN);
     print_message("%s\n", err.message);
     assert_int_equal(err.cause, TETHER_ECONNECT);
-    expect_in(err.message, "circuit breaker is open, next probe in 4000 ms; "
+    expect_in(err.message, "circuit breaker is open, next probe in 400 ms; "
                            "last failure: TETHER_ECONNECT: could not connect");
     expect_in(err.message, "db1:5432 refused; db2:5432 refused");
     assert_null(strstr(err.message, PASSWORD));
@@ -814,7 +885,7 @@ static void test_error_pool_breaker(void **state) {
     assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), TETHER_EOPEN);
     print_message("%s\n", err.message);
     assert_int_equal(strlen(err.message), TETHER_MSG_MAX - 1);
-    expect_in(err.message, "circuit breaker is open, next probe in 5000 ms; ");
+    expect_in(err.message, "circuit breaker is open, next probe in 1000 ms; ");
     assert_string_equal(err.message + TETHER_MSG_MAX - 4, "...");
     tether_pool_destroy(p);
     tether_connector_destroy(c);
@@ -839,12 +910,16 @@ int main(void) {
             test_permanent_error_stops_after_one_pass, setup, teardown),
         cmocka_unit_test_setup_teardown(test_throttled_backs_off, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_default_pause_by_outcome, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_round_robin_and_random, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_race_staggered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_provisioning, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sequential_provisioning, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_sequential_provisioning_default,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_error_reasons_sim, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_error_cut_by_deadline, setup,

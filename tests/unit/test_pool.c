@@ -133,7 +133,9 @@ static void test_defaults_and_validation(void **state) {
     assert_int_equal(o.acquire_timeout_ms, 15000);
     assert_int_equal(o.validate_idle_ms, 500);
     assert_int_equal(o.probe_idle_ms, 10);
-    assert_int_equal(o.breaker.open_ms, 5000);
+    assert_int_equal(o.breaker.open_ms, 1000); /* blocking-period, tuned */
+    assert_int_equal(o.breaker.max_open_ms, 15000);
+    assert_true(o.breaker.jitter == 0.5);
     tether_pool *p = NULL;
     tether_error err = {0};
     assert_int_equal(tether_pool_create(&p, &o, &err), TETHER_EINVAL);
@@ -1119,7 +1121,13 @@ static void test_leak_report_once_with_place(void **state) {
 static void test_blocking_period_timeline(void **state) {
     (void)state;
     fixture f;
-    setup_virtual(&f, 2);
+    tether_sim_opts so;
+    tether_pool_opts po;
+    virtual_opts(&f, 1000, &so, &po);
+    po.max_size = 2;
+    po.seed = 1;
+    po.breaker.jitter = 0; /* the nominal periods, exactly */
+    setup_with(&f, &so, &po);
     tether_sim_set_down(f.sim, 1);
     tether_error err = {0};
     tether_lease *l = NULL;
@@ -1127,7 +1135,7 @@ static void test_blocking_period_timeline(void **state) {
                      TETHER_ECONNECT);
     char first[TETHER_MSG_MAX];
     strcpy(first, err.message);
-    const int64_t periods[] = {5000, 10000, 20000, 40000, 60000, 60000};
+    const int64_t periods[] = {1000, 15000, 15000, 15000, 15000, 15000};
     tether_sim_stats st;
     for (int i = 0; i < 6; i++) {
         /* During the period: the cached error at once, no connect. */
@@ -1229,6 +1237,41 @@ static void test_throttled_connect_waits_for_release(void **state) {
     assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
     assert_int_equal(m.breaker_rejections, 0);
     tether_lease_release(y);
+    teardown(&f);
+}
+
+/* A pool with no connection whose connect the server refused as busy has
+ * nothing to wait for: the refusal paces its next connect like a failure
+ * (else every caller connects again at once: a herd at a busy server), and
+ * callers see the breaker's error with the class throttled. */
+static void test_throttled_with_none_out_paces(void **state) {
+    (void)state;
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    virtual_opts(&f, 1000, &so, &po);
+    po.max_size = 2;
+    po.seed = 3;
+    po.breaker.jitter = 0;
+    setup_with(&f, &so, &po);
+    tether_sim_fail_next(f.sim, 1, TETHER_ETHROTTLED, TETHER_CLASS_THROTTLED);
+    tether_error err = {0};
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
+                     TETHER_ETHROTTLED);
+    tether_sim_stats st;
+    tether_sim_stats_get(f.sim, &st);
+    uint64_t connects = st.connects;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err), TETHER_EOPEN);
+    assert_int_equal(err.cls, TETHER_CLASS_THROTTLED);
+    tether_sim_stats_get(f.sim, &st);
+    assert_int_equal(st.connects, connects); /* no second connect */
+    advance_ms(&f, po.breaker.open_ms);
+    l = must_acquire(f.pool); /* the probe: admitted this time */
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
+    tether_lease_release(l);
     teardown(&f);
 }
 
@@ -1996,6 +2039,7 @@ int main(void) {
         cmocka_unit_test(test_blocking_period_timeline),
         cmocka_unit_test(test_blocking_period_waits_for_release),
         cmocka_unit_test(test_throttled_connect_waits_for_release),
+        cmocka_unit_test(test_throttled_with_none_out_paces),
         cmocka_unit_test(test_auth_failure_no_password),
         cmocka_unit_test(test_no_lock_across_connect),
         cmocka_unit_test(test_close_semantics),
