@@ -482,29 +482,33 @@ void tether_breaker_record(tether_breaker *b, int permit, int ok,
 
 /* ---- inspection and manual control ------------------------------------ */
 
-int tether__breaker_blocks(tether_breaker *b) {
+int64_t tether__breaker_blocked_ms(tether_breaker *b) {
     if (atomic_load_explicit(&b->state, memory_order_acquire) ==
         TETHER_BREAKER_CLOSED)
         return 0;
     int64_t now = tether__now_ms(b->o.clock);
     pthread_mutex_lock(&b->lock);
-    int blocks;
+    int64_t left;
     switch ((tether_breaker_state)atomic_load_explicit(&b->state,
                                                        memory_order_relaxed)) {
     case TETHER_BREAKER_OPEN:
-        blocks = now - b->opened_at < b->hold;
+        left = b->hold - (now - b->opened_at);
         break;
     case TETHER_BREAKER_HALF_OPEN:
-        blocks = now - b->probe_at < b->period;
+        left = b->period - (now - b->probe_at);
         break;
     case TETHER_BREAKER_CLOSED:
-        blocks = 0;
+        left = 0;
         break;
-    default: /* isolated */
-        blocks = 1;
+    default: /* isolated: until reset */
+        left = INT64_MAX;
     }
     pthread_mutex_unlock(&b->lock);
-    return blocks;
+    return left > 0 ? left : 0;
+}
+
+int tether__breaker_blocks(tether_breaker *b) {
+    return tether__breaker_blocked_ms(b) > 0;
 }
 
 tether_breaker_state tether_breaker_state_get(tether_breaker *b) {

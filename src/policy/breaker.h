@@ -10,4 +10,10 @@
  * one atomic load. */
 int tether__breaker_blocks(tether_breaker *b);
 
+/* tether__breaker_blocked_ms tells how long calls stay refused from now:
+ * 0 when a call made now would be let through (closed, or the period
+ * over: the next caller probes), the rest of the open period, or of the
+ * half-open probe's period, or INT64_MAX when isolated. */
+int64_t tether__breaker_blocked_ms(tether_breaker *b);
+
 #endif

@@ -290,32 +290,51 @@ static void queue_remove(tether_pool *p, waiter *w, int wake_next) {
     atomic_fetch_sub(&p->waiters, 1);
 }
 
-/* Whether the connect breaker refuses new connections now. */
-static int breaker_blocks(tether_pool *p) {
-    return p->breaker && tether__breaker_blocks(p->breaker);
+/* How long the connect breaker keeps refusing new connections, in ms
+ * (0: a connect may go now). */
+static int64_t breaker_blocked_ms(tether_pool *p) {
+    return p->breaker ? tether__breaker_blocked_ms(p->breaker) : 0;
 }
 
-/* While the breaker blocks connects, waiters wait for a release; when no
- * connection is left to be released, there is nothing to wait for: each
- * is woken to look again, and fails fast with the breaker's error. */
-static void wake_all_again_locked(tether_pool *p) {
-    while (p->head) {
-        waiter *w = p->head;
-        queue_remove(p, w, 0);
-        w->wake = WAKE_AGAIN;
-        pthread_cond_signal(&w->cv);
+/* The breaker blocks connects for blocked_ms and no connection is out, so
+ * none will be released: what is left to wait for is the breaker's next
+ * probe. A waiter whose deadline comes first is woken to fail fast with the
+ * breaker's error; the others sleep until the period ends (probe_ns), when
+ * capacity goes to them first come, first served. On a virtual clock, whose
+ * periods are not slept on here, every waiter is woken to look again
+ * (acquire sleeps on that clock). */
+static void await_probe_locked(tether_pool *p, int64_t blocked_ms) {
+    int64_t end = INT64_MAX;
+    if (blocked_ms < (INT64_MAX - tether__mono_ns()) / 1000000)
+        end = tether__mono_ns() + blocked_ms * 1000000;
+    waiter *next;
+    for (waiter *w = p->head; w; w = next) {
+        next = w->next;
+        if (!p->real_clock || w->deadline_ns <= end) {
+            queue_remove(p, w, 0);
+            w->wake = WAKE_AGAIN;
+            pthread_cond_signal(&w->cv);
+            continue;
+        }
+        int64_t was = w->probe_ns;
+        w->probe_ns = end;
+        if (was == 0 || was > end + 2000000) /* asleep past the end */
+            pthread_cond_signal(&w->cv);
     }
 }
 
 /* Hand capacity (room for one more connection) to the first waiters: the
  * reservation is made here, the waiter creates the connection. Not while
  * the connect breaker blocks (a throttled or dead server): waiters then
- * wait for a release. */
+ * wait for a release, or with none out for the breaker's probe. */
 static void grant_capacity_locked(tether_pool *p) {
-    if (p->head && p->total < p->o.max_size && breaker_blocks(p)) {
-        if (p->total == 0)
-            wake_all_again_locked(p);
-        return;
+    if (p->head && p->total < p->o.max_size) {
+        int64_t blocked = breaker_blocked_ms(p);
+        if (blocked > 0) {
+            if (p->total == 0)
+                await_probe_locked(p, blocked);
+            return;
+        }
     }
     while (p->head && p->total < p->o.max_size &&
            p->creating < p->o.max_creating) {
@@ -710,6 +729,7 @@ typedef struct acq {
     int line;
     tether_error *err;
     int no_create; /* a connect was throttled or blocked: wait for a release */
+    int64_t probe_ns; /* for wait_turn: wait for the breaker's probe then */
 } acq;
 
 static int64_t left_ms(const acq *a) {
@@ -757,6 +777,8 @@ static tether__slot *head_look(tether_pool *p, const waiter *w) {
 static int sleep_turn(acq *a, waiter *w, tether__slot **s) {
     tether_pool *p = a->p;
     int64_t until = a->deadline_ns;
+    if (w->probe_ns)
+        until = TETHER__MIN(until, w->probe_ns);
     if (p->head == w && p->o.barge_limit_us > 0) {
         until = TETHER__MIN(until,
                             tether__mono_ns() + 2 * p->o.barge_limit_us * 1000);
@@ -768,7 +790,34 @@ static int sleep_turn(acq *a, waiter *w, tether__slot **s) {
     struct timespec ts = {(time_t)(until / 1000000000LL),
                           (long)(until % 1000000000LL)};
     pthread_cond_timedwait(&w->cv, &p->lock, &ts);
-    return w->given || w->wake || tether__mono_ns() < a->deadline_ns;
+    int64_t now = tether__mono_ns();
+    if (w->probe_ns && now >= w->probe_ns && !w->given && !w->wake) {
+        w->probe_ns = 0; /* the period is over: capacity, first come first */
+        grant_capacity_locked(p); /* served, or a new period to wait for */
+    }
+    return w->given || w->wake || now < a->deadline_ns;
+}
+
+/* A connect this caller made failed with rc. A server that refused it as
+ * busy (throttled: 53300, 57P03) or a breaker that blocks connects is no
+ * reason to fail while other connections are out: their release is
+ * awaited instead (0: go round again, without connecting). With none out,
+ * the breaker's next probe is awaited when it comes before the deadline. */
+static int after_refusal(acq *a, int rc) {
+    tether_pool *p = a->p;
+    int throttled = a->err && a->err->cls == TETHER_CLASS_THROTTLED;
+    if ((rc != TETHER_EOPEN && !throttled) ||
+        tether__mono_ns() >= a->deadline_ns)
+        return rc;
+    pthread_mutex_lock(&p->lock);
+    int others = p->total > 0;
+    pthread_mutex_unlock(&p->lock);
+    if (others) {
+        a->no_create = 1;
+        return 0;
+    }
+    int64_t blocked = breaker_blocked_ms(p);
+    return blocked > 0 && blocked < left_ms(a) ? 0 : rc;
 }
 
 /* Wait in the queue until handed a slot, granted capacity, closed or the
@@ -783,6 +832,9 @@ static int wait_turn(acq *a, tether__slot **got) {
     pthread_cond_init(&w.cv, &ca);
     pthread_condattr_destroy(&ca);
     w.last = last_used(p);
+    w.deadline_ns = a->deadline_ns;
+    w.probe_ns = a->probe_ns;
+    a->probe_ns = 0;
     queue_push(p, &w);
     pthread_mutex_unlock(&p->lock);
     /* Rescan after publishing ourselves: a release that ran before it
@@ -809,10 +861,10 @@ static int wait_turn(acq *a, tether__slot **got) {
         *got = w.given;
         return 1;
     }
-    if (w.wake == WAKE_CREATE)
-        return tether__pool_create_reserved(p, left_ms(a), got, a->err) == 0
-                   ? 1
-                   : -1;
+    if (w.wake == WAKE_CREATE) {
+        int rc = tether__pool_create_reserved(p, left_ms(a), got, a->err);
+        return rc == 0 ? 1 : after_refusal(a, rc);
+    }
     if (w.wake == WAKE_CLOSED || atomic_load(&p->closing))
         return tether_error_set(a->err, TETHER_ECLOSED, TETHER_CLASS_PERMANENT,
                                 "pool %s is closed", p->name);
@@ -821,33 +873,23 @@ static int wait_turn(acq *a, tether__slot **got) {
 
 /* One round of the slow path, entered with the lock held. Returns 1 with
  * *got, 0 to go round again, <0 on error (the lock is released). */
-/* A connect this caller made failed with rc. A server that refused it as
- * busy (throttled: 53300, 57P03) or a breaker that blocks connects is no
- * reason to fail while other connections are out: their release is
- * awaited instead (0: go round again, without connecting). */
-static int after_refusal(acq *a, int rc) {
-    tether_pool *p = a->p;
-    int throttled = a->err && a->err->cls == TETHER_CLASS_THROTTLED;
-    if ((rc != TETHER_EOPEN && !throttled) ||
-        tether__mono_ns() >= a->deadline_ns)
-        return rc;
-    pthread_mutex_lock(&p->lock);
-    int others = p->total > 0;
-    pthread_mutex_unlock(&p->lock);
-    if (!others)
-        return rc; /* nothing to wait for */
-    a->no_create = 1;
-    return 0;
-}
-
 static int slow_round(acq *a, tether__slot **got) {
     tether_pool *p = a->p;
     grant_capacity_locked(p); /* earlier arrivals first */
-    /* With the breaker blocking connects, create (and so fail fast with
-     * its error) only when no connection is out to wait for. */
-    if (p->total < p->o.max_size && p->creating < p->o.max_creating &&
-        p->nqueued == 0 && !a->no_create &&
-        (p->total == 0 || !breaker_blocks(p))) {
+    int64_t blocked = breaker_blocked_ms(p);
+    if (blocked > 0 && p->total == 0 && blocked < left_ms(a)) {
+        /* Nothing out to be released: wait for the breaker's probe. */
+        a->no_create = 0;
+        if (!p->real_clock) {
+            pthread_mutex_unlock(&p->lock);
+            p->o.clock->sleep_ns(p->o.clock->ctx, blocked * 1000000);
+            return 0;
+        }
+        a->probe_ns = tether__mono_ns() + blocked * 1000000;
+    } else if (p->total < p->o.max_size && p->creating < p->o.max_creating &&
+               !a->no_create && (blocked > 0 ? p->total == 0 : !p->nqueued)) {
+        /* Create, or with the breaker blocking past the deadline and
+         * nothing to wait for, fail fast with its error. */
         p->total++;
         p->creating++;
         pthread_mutex_unlock(&p->lock);
@@ -913,7 +955,7 @@ acquire_wait(tether_pool *p, int64_t timeout_ms, tether__slot **out,
         timeout_ms = p->o.acquire_timeout_ms;
     timeout_ms = TETHER__MIN(timeout_ms, TETHER_DURATION_MAX_MS);
     tether_error scratch; /* acquire_slow reads the class of a failure */
-    acq a = {p, tether__mono_ns(), 0, file, line, err ? err : &scratch, 0};
+    acq a = {p, tether__mono_ns(), 0, file, line, err ? err : &scratch, 0, 0};
     a.deadline_ns = a.start_ns + timeout_ms * 1000000LL;
     int rc = acquire_slow(&a, out);
     if (rc == 0)

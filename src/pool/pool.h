@@ -87,10 +87,14 @@ typedef struct waiter {
     tether__slot *given;      /* a connection handed over */
     int wake;                 /* WAKE_* reason when not given a connection */
     const tether__slot *last; /* the caller's last connection, or NULL */
+    int64_t deadline_ns;      /* when the caller gives up (mono) */
+    int64_t probe_ns; /* 0, or when the breaker's period ends: with nothing
+                         out, the waiter waits for that probe (mono) */
 } waiter;
 
-/* WAKE_AGAIN: look again (the breaker blocks new connections and none is
- * left to wait for: the waiter fails fast). */
+/* WAKE_AGAIN: look again (the breaker blocks new connections, none is out
+ * to be released, and its next probe comes after the waiter's deadline:
+ * it fails fast). */
 enum { WAKE_NONE = 0, WAKE_CREATE, WAKE_CLOSED, WAKE_AGAIN };
 
 struct tether_pool {

@@ -1138,21 +1138,25 @@ static void test_blocking_period_timeline(void **state) {
     const int64_t periods[] = {1000, 15000, 15000, 15000, 15000, 15000};
     tether_sim_stats st;
     for (int i = 0; i < 6; i++) {
-        /* During the period: the cached error at once, no connect. */
+        /* During the period, a caller whose deadline comes before its end
+         * gets the cached error at once, and no connect is made. */
         tether_sim_stats_get(f.sim, &st);
         uint64_t connects = st.connects;
-        advance_ms(&f, periods[i] - 1);
-        assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
+        advance_ms(&f, periods[i] - 500);
+        assert_int_equal(tether_pool_acquire(f.pool, 400, &l, &err),
                          TETHER_EOPEN);
         assert_int_equal(err.code, TETHER_EOPEN);
         assert_non_null(strstr(err.message, first));
-        assert_non_null(strstr(err.message, "next probe in 1 ms"));
+        assert_non_null(strstr(err.message, "next probe in 500 ms"));
         tether_sim_stats_get(f.sim, &st);
         assert_int_equal(st.connects, connects);
-        /* At its end one probe connects, fails, and the period grows. */
-        advance_ms(&f, 1);
+        /* One whose deadline covers the end waits for it (sleeping on the
+         * pool's clock); then one probe connects, fails, and the period
+         * grows. */
+        int64_t t0 = tether_now_ms(po.clock);
         assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
                          TETHER_ECONNECT);
+        assert_int_equal(tether_now_ms(po.clock) - t0, 500);
         tether_sim_stats_get(f.sim, &st);
         assert_int_equal(st.connects, connects + 1);
     }
@@ -1169,8 +1173,8 @@ static void test_blocking_period_timeline(void **state) {
 
 /* While the breaker blocks connects, a caller that finds no idle
  * connection waits for a release when connections are out, instead of
- * failing at once; with none out there is nothing to wait for: it fails
- * fast, and so does a waiter when the last one goes. */
+ * failing at once; with none out it waits for the breaker's probe when
+ * that comes before its deadline, and fails fast when it does not. */
 static void test_blocking_period_waits_for_release(void **state) {
     (void)state;
     fixture f;
@@ -1190,23 +1194,80 @@ static void test_blocking_period_waits_for_release(void **state) {
     pthread_join(th, NULL);
     assert_served_in_time(wa.rc, wa.took_ms, 5000);
     assert_ptr_equal(lease_slot(wa.got), lease_slot(y)); /* same conn */
-    /* A waiter while only x is out: x is discarded, nothing is left to
-     * wait for, and the waiter fails fast with the breaker's error. */
+    /* A waiter while only x is out: x is discarded, no release is left
+     * to wait for, and the waiter waits for the breaker's probe (its
+     * deadline, 5 s, covers the period), which fails: the period grows. */
     y = must_acquire(f.pool);
     tether_lease_discard(y);
+    tether_sim_stats st, st2;
+    tether_sim_stats_get(f.sim, &st);
     waiter_arg wb = {f.pool, 1, order, &served, 5000, -1, NULL, 0, 0};
     pthread_create(&th, NULL, waiter_main, &wb);
     wait_for_waiters(f.pool, 1);
     tether_lease_discard(x);
     pthread_join(th, NULL);
-    assert_int_equal(wb.rc, TETHER_EOPEN);
+    assert_int_equal(wb.rc, TETHER_ECONNECT);
     assert_true(wb.took_ms < 4000);
-    tether_sim_stats st, st2;
+    tether_sim_stats_get(f.sim, &st2);
+    assert_int_equal(st2.connects, st.connects + 1); /* the probe */
+    /* The next period (15 s) outlasts a 1 s deadline: the error at once. */
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
                      TETHER_EOPEN); /* none out: at once */
     tether_sim_stats_get(f.sim, &st2);
     assert_int_equal(st2.connects, st.connects);
+    teardown(&f);
+}
+
+/* On the real clock, callers that find nothing out while the breaker
+ * blocks wait in the queue for its probe when their deadline covers the
+ * period's end: the server back meanwhile, every one is served soon after
+ * the end, first come, first served, with one probe and no error; a caller
+ * whose deadline comes first fails fast. */
+static void test_blocking_period_waits_for_probe(void **state) {
+    (void)state;
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    real_opts(&f, &so, &po);
+    po.max_size = 1;
+    po.breaker.jitter = 0;
+    po.breaker.open_ms = 300;
+    setup_with(&f, &so, &po);
+    tether_sim_set_down(f.sim, 1);
+    tether_error err = {0};
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
+                     TETHER_ECONNECT); /* opens for 300 ms */
+    double t0 = thread_time_mono_ms();
+    assert_int_equal(tether_pool_acquire(f.pool, 100, &l, &err),
+                     TETHER_EOPEN); /* its deadline first: at once */
+    assert_true(thread_time_mono_ms() - t0 < 90);
+    tether_sim_set_down(f.sim, 0);
+    tether_sim_stats st, st2;
+    tether_sim_stats_get(f.sim, &st);
+    enum { N = 3 };
+    _Atomic int order[N], served = 0;
+    waiter_arg wa[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        wa[i] = (waiter_arg){f.pool, i, order, &served, 3000, -1, NULL, 0, 0};
+        pthread_create(&th[i], NULL, waiter_main, &wa[i]);
+        wait_for_waiters(f.pool, i + 1); /* queued in this order */
+    }
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    double took = thread_time_mono_ms() - t0;
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(wa[i].rc, 0);
+        assert_int_equal(order[i], i);
+    }
+    assert_true(took >= 250 && took < 2500);
+    tether_sim_stats_get(f.sim, &st2);
+    assert_int_equal(st2.connects, st.connects + 1); /* the probe only */
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
     teardown(&f);
 }
 
@@ -2038,6 +2099,7 @@ int main(void) {
         cmocka_unit_test(test_leak_report_once_with_place),
         cmocka_unit_test(test_blocking_period_timeline),
         cmocka_unit_test(test_blocking_period_waits_for_release),
+        cmocka_unit_test(test_blocking_period_waits_for_probe),
         cmocka_unit_test(test_throttled_connect_waits_for_release),
         cmocka_unit_test(test_throttled_with_none_out_paces),
         cmocka_unit_test(test_auth_failure_no_password),
