@@ -251,6 +251,14 @@ void tether_pool_destroy(tether_pool *p) {
 
 /* ---- the wait queue (lock held) ----------------------------------------- */
 
+/* When first waiter w starts being passed over: now; for a non-blocking
+ * waiter long ago (1 ns), so that it is overdue at once. It has no thread
+ * to poll for idle connections, so a release hands over to it as in strict
+ * FIFO mode, and arrivals never barge ahead of it (docs/evloop.md). */
+static int64_t head_since(const waiter *w) {
+    return w->nb ? 1 : tether__mono_ns();
+}
+
 static void queue_push(tether_pool *p, waiter *w) {
     w->next = NULL;
     w->prev = p->tail;
@@ -258,10 +266,12 @@ static void queue_push(tether_pool *p, waiter *w) {
         p->tail->next = w;
     } else {
         p->head = w;
-        atomic_store(&p->head_since_ns, tether__mono_ns());
+        atomic_store(&p->head_since_ns, head_since(w));
     }
     p->tail = w;
     p->nqueued++;
+    if (w->nb)
+        atomic_fetch_add(&p->nb_queued, 1);
     atomic_fetch_add(&p->waiters, 1); /* seq_cst: see put_idle */
 }
 
@@ -273,8 +283,8 @@ static void queue_remove(tether_pool *p, waiter *w, int wake_next) {
         w->prev->next = w->next;
     } else {
         p->head = w->next;
-        atomic_store(&p->head_since_ns, p->head ? tether__mono_ns() : 0);
-        int poll = p->head && p->o.barge_limit_us > 0;
+        atomic_store(&p->head_since_ns, p->head ? head_since(p->head) : 0);
+        int poll = p->head && !p->head->nb && p->o.barge_limit_us > 0;
         if (poll && wake_next)
             pthread_cond_signal(&p->head->cv);
         atomic_store(&p->head_unarmed, poll && !wake_next);
@@ -285,7 +295,18 @@ static void queue_remove(tether_pool *p, waiter *w, int wake_next) {
         p->tail = w->prev;
     w->next = w->prev = NULL;
     p->nqueued--;
+    if (w->nb)
+        atomic_fetch_sub(&p->nb_queued, 1);
     atomic_fetch_sub(&p->waiters, 1);
+}
+
+/* Wake w, out of the queue now: signal its thread, or for a non-blocking
+ * waiter post its completion (lock held). */
+static void wake(tether_pool *p, waiter *w) {
+    if (w->nb)
+        tether__nb_wake(p, w);
+    else
+        pthread_cond_signal(&w->cv);
 }
 
 /* Whether the connect breaker refuses new connections now. */
@@ -301,7 +322,7 @@ static void wake_all_again_locked(tether_pool *p) {
         waiter *w = p->head;
         queue_remove(p, w, 0);
         w->wake = WAKE_AGAIN;
-        pthread_cond_signal(&w->cv);
+        wake(p, w);
     }
 }
 
@@ -322,7 +343,7 @@ static void grant_capacity_locked(tether_pool *p) {
         p->total++;
         p->creating++;
         w->wake = WAKE_CREATE;
-        pthread_cond_signal(&w->cv);
+        wake(p, w);
     }
 }
 
@@ -511,7 +532,7 @@ static int handoff(tether_pool *p, tether__slot *s) {
         slot_set(s, SLOT_USED, SLOT_GEN_ONE); /* a new holder, maybe from
                                                  housekeeping (RESERVED) */
         w->given = s;
-        pthread_cond_signal(&w->cv);
+        wake(p, w);
     }
     pthread_mutex_unlock(&p->lock);
     return rc;
@@ -537,7 +558,7 @@ static void wake_unarmed_head(tether_pool *p, const tether__slot *s) {
     if (others_out(p, s))
         return;
     pthread_mutex_lock(&p->lock);
-    if (p->head && atomic_load(&p->head_unarmed)) {
+    if (p->head && !p->head->nb && atomic_load(&p->head_unarmed)) {
         atomic_store(&p->head_unarmed, 0);
         pthread_cond_signal(&p->head->cv);
     }
@@ -1075,7 +1096,7 @@ static void wake_all_closed(tether_pool *p) {
         waiter *w = p->head;
         queue_remove(p, w, 1);
         w->wake = WAKE_CLOSED;
-        pthread_cond_signal(&w->cv);
+        wake(p, w);
     }
     pthread_mutex_unlock(&p->lock);
 }
@@ -1110,4 +1131,33 @@ int tether_pool_close(tether_pool *p, int64_t wait_ms, tether_error *err) {
                                 "%lld ms",
                                 p->name, left, (long long)wait_ms);
     return 0;
+}
+
+/* ---- for cq.c: the non-blocking acquire --------------------------------- */
+
+tether__slot *tether__pool_take_idle(tether_pool *p) {
+    return take_idle(p);
+}
+
+int tether__pool_checkout(tether_pool *p, tether__slot *s, const char *file,
+                          int line) {
+    return checkout(p, s, file, line, NULL);
+}
+
+void tether__pool_queue_push(tether_pool *p, waiter *w) {
+    queue_push(p, w);
+}
+
+void tether__pool_queue_remove(tether_pool *p, waiter *w, int wake_next) {
+    queue_remove(p, w, wake_next);
+}
+
+void tether__pool_grant_locked(tether_pool *p) {
+    grant_capacity_locked(p);
+}
+
+int tether__pool_may_create_locked(tether_pool *p, int no_create) {
+    return p->total < p->o.max_size && p->creating < p->o.max_creating &&
+           p->nqueued == 0 && !no_create &&
+           (p->total == 0 || !breaker_blocks(p));
 }
