@@ -340,6 +340,8 @@ static int queue_locked(tether_pool *p, tether__nb *e) {
         return 0;
     }
     e->state = NB_QUEUED;
+    if (atomic_load(&p->nb_queued) == 0 || e->deadline_ns < p->nb_due_ns)
+        p->nb_due_ns = e->deadline_ns;
     e->w.given = NULL;
     e->w.wake = WAKE_NONE;
     tether__pool_queue_push(p, &e->w);
@@ -419,16 +421,28 @@ int tether_pool_acquire_start(tether_pool *p, tether_cq *cq, int64_t timeout_ms,
     return 0;
 }
 
+/* The queue is walked only once the earliest deadline in it has come
+ * (nb_due_ns): thousands of queued acquires cost the tick nothing until
+ * then (walking 20000 of them every tick under the lock once took 12 % of
+ * examples/evloop.c's CPU). */
 void tether__nb_expire(tether_pool *p) {
     int64_t now = tether__mono_ns();
     pthread_mutex_lock(&p->lock);
-    for (waiter *w = p->head, *next; w; w = next) {
-        next = w->next;
-        if (w->nb && now >= w->nb->deadline_ns) {
-            tether__pool_queue_remove(p, w, 1);
-            w->nb->state = NB_NEW;
-            post_timeout_locked(p, w->nb);
+    if (now >= p->nb_due_ns) {
+        int64_t due = INT64_MAX;
+        for (waiter *w = p->head, *next; w; w = next) {
+            next = w->next;
+            if (!w->nb) {
+                continue;
+            } else if (now >= w->nb->deadline_ns) {
+                tether__pool_queue_remove(p, w, 1);
+                w->nb->state = NB_NEW;
+                post_timeout_locked(p, w->nb);
+            } else if (w->nb->deadline_ns < due) {
+                due = w->nb->deadline_ns;
+            }
         }
+        p->nb_due_ns = due;
     }
     pthread_mutex_unlock(&p->lock);
 }

@@ -158,6 +158,9 @@ struct tether_pool {
      * those in the wait queue, for the tick's deadline check. */
     struct tether__nb *nb_all;
     _Atomic int nb_queued;
+    int64_t nb_due_ns; /* no queued one's deadline is earlier (may be
+                          earlier than the earliest: then a check finds
+                          nothing and sets it anew) */
 };
 
 /* The fast path's fields fill the first line and no more. */

@@ -246,6 +246,40 @@ static void test_deadline(void **state) {
     teardown(&f);
 }
 
+/* A short deadline behind a long one still fires on time (the tick walks
+ * the queue only once its earliest deadline has come), and the others
+ * keep their places. */
+static void test_deadline_mixed(void **state) {
+    (void)state;
+    fixture f;
+    setup(&f, 1);
+    tether_lease *l;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, NULL), 0);
+    uint64_t t[3];
+    int64_t ms[3] = {5000, 50, 5000};
+    int64_t t0 = now_ms();
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(
+            tether_pool_acquire_start(f.pool, f.cq, ms[i], NULL, &t[i], NULL),
+            0);
+    tether_completion c;
+    next_one(f.cq, &c);
+    assert_true(c.ticket == t[1]);
+    assert_int_equal(c.rc, TETHER_ETIMEDOUT);
+    assert_true(now_ms() - t0 < 50 + 40);
+    assert_false(readable(f.cq, 60)); /* the others wait on */
+    tether_lease_release(l);
+    next_one(f.cq, &c);
+    assert_true(c.ticket == t[0]);
+    assert_int_equal(c.rc, 0);
+    tether_lease_release(c.lease);
+    next_one(f.cq, &c);
+    assert_true(c.ticket == t[2]);
+    assert_int_equal(c.rc, 0);
+    tether_lease_release(c.lease);
+    teardown(&f);
+}
+
 static void test_cancel(void **state) {
     (void)state;
     fixture f;
@@ -498,6 +532,7 @@ int main(void) {
         cmocka_unit_test(test_completion_after_release),
         cmocka_unit_test(test_fifo_mixed),
         cmocka_unit_test(test_deadline),
+        cmocka_unit_test(test_deadline_mixed),
         cmocka_unit_test(test_cancel),
         cmocka_unit_test(test_queue_full),
         cmocka_unit_test(test_create_off_thread),
