@@ -1169,8 +1169,10 @@ TETHER_API const char *tether_pool_name(const tether_pool *p);
  * waits. Use one per event loop; tether_cq_next is thread-safe. */
 typedef struct tether_cq tether_cq;
 
-/* The outcome of one tether_pool_acquire_start. */
+/* The outcome of one tether_pool_acquire_start (filled by tether_cq_next,
+ * which sets size: docs/api-stability.md). */
 typedef struct tether_completion {
+    size_t size;         /* what the library filled (the caller's sizeof) */
     uint64_t ticket;     /* the ticket tether_pool_acquire_start gave */
     void *user;          /* its user pointer */
     tether_pool *pool;   /* its pool */
@@ -1203,7 +1205,10 @@ TETHER_API int tether_cq_fd(const tether_cq *cq);
  * acquire checks it (the cheap liveness check; a round trip only for one
  * idle longer than validate_idle_ms); one that fails the check is closed
  * and its acquire waits again, within its deadline. */
-TETHER_API int tether_cq_next(tether_cq *cq, tether_completion *out);
+TETHER_API int tether_cq_next_sized(tether_cq *cq, tether_completion *out,
+                                    size_t size);
+#define tether_cq_next(cq, out)                                                \
+    tether_cq_next_sized((cq), (out), sizeof(tether_completion))
 
 /* tether_cq_pending returns how many of cq's acquires have not been taken
  * by tether_cq_next yet (waiting or ready). */

@@ -499,6 +499,7 @@ static int finish(tether__nb *e, tether_completion *out) {
             tether_error_clear(&e->err);
         }
     }
+    out->size = sizeof(*out);
     out->ticket = e->ticket;
     out->user = e->user;
     out->pool = e->owner;
@@ -509,15 +510,18 @@ static int finish(tether__nb *e, tether_completion *out) {
     return 1;
 }
 
-int tether_cq_next(tether_cq *cq, tether_completion *out) {
-    if (!cq || !out)
+int tether_cq_next_sized(tether_cq *cq, tether_completion *out, size_t size) {
+    if (!cq || !out || size < sizeof(size_t))
         return TETHER_EINVAL;
+    tether_completion full;
     for (;;) {
         tether__nb *e = cq_pop(cq);
         if (!e)
             return TETHER_EAGAIN;
-        if (finish(e, out))
+        if (finish(e, &full)) {
+            tether__sized_out(out, size, &full, sizeof(full));
             return 0;
+        }
     }
 }
 
