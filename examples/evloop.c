@@ -17,6 +17,8 @@
  *   mode M requests N completed C errors E max_connections K seconds S
  *   qps Q cpu_us_per_query U
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, getrusage */
+
 #include <tether.h>
 #include <tether_pq.h>
 #include <tether_uv.h>
