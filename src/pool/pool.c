@@ -856,9 +856,7 @@ static int slow_round(acq *a, tether__slot **got) {
     grant_capacity_locked(p); /* earlier arrivals first */
     /* With the breaker blocking connects, create (and so fail fast with
      * its error) only when no connection is out to wait for. */
-    if (p->total < p->o.max_size && p->creating < p->o.max_creating &&
-        p->nqueued == 0 && !a->no_create &&
-        (p->total == 0 || !breaker_blocks(p))) {
+    if (tether__pool_may_create_locked(p, a->no_create)) {
         p->total++;
         p->creating++;
         pthread_mutex_unlock(&p->lock);
@@ -1156,6 +1154,9 @@ void tether__pool_grant_locked(tether_pool *p) {
     grant_capacity_locked(p);
 }
 
+/* slow_round's rule, shared with cq.c's: with the breaker blocking
+ * connects, create (and so fail fast with its error) only when no
+ * connection is out to wait for. */
 int tether__pool_may_create_locked(tether_pool *p, int no_create) {
     return p->total < p->o.max_size && p->creating < p->o.max_creating &&
            p->nqueued == 0 && !no_create &&
