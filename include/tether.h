@@ -98,7 +98,8 @@ TETHER_API const char *tether_version(void);
     X(ESTATE, -19, "operation not valid in the current state")                 \
     X(ECANCELED, -20, "operation canceled")                                    \
     X(EEXHAUSTED, -21, "no more attempts in the schedule")                     \
-    X(EFAILED, -22, "operation failed")
+    X(EFAILED, -22, "operation failed")                                        \
+    X(EAGAIN, -23, "nothing ready yet, try again later")
 
 /* tether_errcode: 0 is success, every failure a negative value. */
 enum tether_errcode {
@@ -1166,6 +1167,81 @@ TETHER_API size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf,
  * (tether_pool_opts.name, tether_pool_name in a connection string, or the
  * default); valid until p is destroyed. */
 TETHER_API const char *tether_pool_name(const tether_pool *p);
+
+/* ------------------------------------------------------------------------ */
+/* Non-blocking acquire, for event loops (docs/evloop.md)                   */
+/* ------------------------------------------------------------------------ */
+
+/* A completion queue: non-blocking acquires post their outcome to it, and
+ * its file descriptor (tether_cq_fd) becomes readable while a completion
+ * waits. Use one per event loop; tether_cq_next is thread-safe. */
+typedef struct tether_cq tether_cq;
+
+/* The outcome of one tether_pool_acquire_start (filled by tether_cq_next,
+ * which sets size: docs/api-stability.md). */
+typedef struct tether_completion {
+    size_t size;         /* what the library filled (the caller's sizeof) */
+    uint64_t ticket;     /* the ticket tether_pool_acquire_start gave */
+    void *user;          /* its user pointer */
+    tether_pool *pool;   /* its pool */
+    int rc;              /* 0: lease is set; else TETHER_ETIMEDOUT at the
+                            deadline, TETHER_ECANCELED, TETHER_ECLOSED,
+                            TETHER_EQUEUEFULL, a connect error, TETHER_EOPEN */
+    tether_lease *lease; /* rc 0: the connection, released once as any lease;
+                            else NULL */
+    tether_error err;    /* rc != 0: the details, as the blocking acquire's */
+} tether_completion;
+
+/* tether_cq_create makes a completion queue with its file descriptor (an
+ * eventfd). Returns NULL on failure (err: TETHER_ENOMEM or TETHER_EIO). */
+TETHER_API tether_cq *tether_cq_create(tether_error *err);
+
+/* tether_cq_destroy cancels cq's pending acquires, waits until each has
+ * completed, releases the leases of completions not taken yet, closes the
+ * file descriptor and frees cq (NULL is accepted). Every pool cq has
+ * acquires in must still exist; no other call on cq may be in progress. */
+TETHER_API void tether_cq_destroy(tether_cq *cq);
+
+/* tether_cq_fd returns the descriptor to poll for input: readable while
+ * a completion waits in cq. Read nothing from it: tether_cq_next drains it
+ * when it takes the last completion. -1 for NULL. */
+TETHER_API int tether_cq_fd(const tether_cq *cq);
+
+/* tether_cq_next takes the next completion without blocking. Returns 0
+ * with *out filled, TETHER_EAGAIN when none is ready, TETHER_EINVAL for
+ * NULL arguments. A connection handed over is checked here, as a blocking
+ * acquire checks it (the cheap liveness check; a round trip only for one
+ * idle longer than validate_idle_ms); one that fails the check is closed
+ * and its acquire waits again, within its deadline. */
+TETHER_API int tether_cq_next_sized(tether_cq *cq, tether_completion *out,
+                                    size_t size);
+#define tether_cq_next(cq, out)                                                \
+    tether_cq_next_sized((cq), (out), sizeof(tether_completion))
+
+/* tether_cq_pending returns how many of cq's acquires have not been taken
+ * by tether_cq_next yet (waiting or ready). */
+TETHER_API int tether_cq_pending(tether_cq *cq);
+
+/* tether_pool_acquire_start starts borrowing a connection without blocking:
+ * exactly one completion for it comes to cq later (or at once when an
+ * idle connection is there), with user and the ticket stored in *ticket
+ * (may be NULL). It queues in the same first come, first served queue as
+ * blocking tether_pool_acquire callers; timeout_ms as for
+ * tether_pool_acquire_at (-1: the pool's acquire timeout). The deadline is
+ * kept by the pool's 10 ms tick (pools on the real clock), so it fires
+ * 0-10 ms late at worst and the caller polls no timer. Connections are
+ * created on short-lived worker threads, never on the caller's. Returns 0,
+ * or TETHER_EINVAL (bad arguments: then no completion comes) or
+ * TETHER_ENOMEM. */
+TETHER_API int tether_pool_acquire_start(tether_pool *p, tether_cq *cq,
+                                         int64_t timeout_ms, void *user,
+                                         uint64_t *ticket, tether_error *err);
+
+/* tether_pool_acquire_cancel cancels the acquire with ticket on p: its
+ * completion says TETHER_ECANCELED (a connection it was given goes back to
+ * the pool). Returns 0, or TETHER_ESTATE when it is not pending any more
+ * (tether_cq_next took its completion already, or no such ticket). */
+TETHER_API int tether_pool_acquire_cancel(tether_pool *p, uint64_t ticket);
 
 /* ------------------------------------------------------------------------ */
 /* Registry                                                                 */

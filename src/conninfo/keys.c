@@ -45,6 +45,7 @@ static const kw_kind tether_keywords[] = {
     {"tether_validate_idle", TETHER__KW_POOL},
     {"tether_probe_idle", TETHER__KW_POOL},
     {"tether_barge_limit_us", TETHER__KW_POOL},
+    {"tether_max_waiters", TETHER__KW_POOL},
     {"tether_leak_threshold", TETHER__KW_POOL},
     {"tether_reset_query", TETHER__KW_POOL},
     {"tether_retry", TETHER__KW_POOL},

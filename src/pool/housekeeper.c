@@ -202,6 +202,8 @@ static void pool_tick(void *ctx, unsigned tick) {
     tether_pool *p = ctx;
     tether__pool_serve_head(p);
     tether__pool_grant_due(p);
+    if (atomic_load_explicit(&p->nb_queued, memory_order_relaxed))
+        tether__nb_expire(p); /* non-blocking acquires' deadlines (cq.c) */
     if (tick % PASS_EVERY == 0)
         tether__pool_housekeep(p);
 }

@@ -49,6 +49,8 @@ static const tether__keydef pool_keys_defs[] = {
     TETHER__KD("tether_probe_idle", TETHER__KD_MS, OPT(probe_idle_ms)),
     TETHER__KD_RANGE("tether_barge_limit_us", TETHER__KD_I64,
                      OPT(barge_limit_us), 0, 1000000000),
+    TETHER__KD_RANGE("tether_max_waiters", TETHER__KD_INT, OPT(max_waiters), 0,
+                     100000000),
     TETHER__KD("tether_leak_threshold", TETHER__KD_MS, OPT(leak_threshold_ms)),
     TETHER__KD("tether_reset_query", TETHER__KD_STR, PK(reset_query)),
     TETHER__KD_CALL("tether_retry", set_policy),

@@ -253,6 +253,14 @@ void tether_pool_destroy(tether_pool *p) {
 
 /* ---- the wait queue (lock held) ----------------------------------------- */
 
+/* When first waiter w starts being passed over: now; for a non-blocking
+ * waiter long ago (1 ns), so that it is overdue at once. It has no thread
+ * to poll for idle connections, so a release hands over to it as in strict
+ * FIFO mode, and arrivals never barge ahead of it (docs/evloop.md). */
+static int64_t head_since(const waiter *w) {
+    return w->nb ? 1 : tether__mono_ns();
+}
+
 static void queue_push(tether_pool *p, waiter *w) {
     w->next = NULL;
     w->prev = p->tail;
@@ -260,10 +268,12 @@ static void queue_push(tether_pool *p, waiter *w) {
         p->tail->next = w;
     } else {
         p->head = w;
-        atomic_store(&p->head_since_ns, tether__mono_ns());
+        atomic_store(&p->head_since_ns, head_since(w));
     }
     p->tail = w;
     p->nqueued++;
+    if (w->nb)
+        atomic_fetch_add(&p->nb_queued, 1);
     atomic_fetch_add(&p->waiters, 1); /* seq_cst: see put_idle */
 }
 
@@ -275,8 +285,8 @@ static void queue_remove(tether_pool *p, waiter *w, int wake_next) {
         w->prev->next = w->next;
     } else {
         p->head = w->next;
-        atomic_store(&p->head_since_ns, p->head ? tether__mono_ns() : 0);
-        int poll = p->head && p->o.barge_limit_us > 0;
+        atomic_store(&p->head_since_ns, p->head ? head_since(p->head) : 0);
+        int poll = p->head && !p->head->nb && p->o.barge_limit_us > 0;
         if (poll && wake_next)
             pthread_cond_signal(&p->head->cv);
         atomic_store(&p->head_unarmed, poll && !wake_next);
@@ -287,7 +297,18 @@ static void queue_remove(tether_pool *p, waiter *w, int wake_next) {
         p->tail = w->prev;
     w->next = w->prev = NULL;
     p->nqueued--;
+    if (w->nb)
+        atomic_fetch_sub(&p->nb_queued, 1);
     atomic_fetch_sub(&p->waiters, 1);
+}
+
+/* Wake w, out of the queue now: signal its thread, or for a non-blocking
+ * waiter post its completion (lock held). */
+static void wake(tether_pool *p, waiter *w) {
+    if (w->nb)
+        tether__nb_wake(p, w);
+    else
+        pthread_cond_signal(&w->cv);
 }
 
 /* How long the connect breaker keeps refusing new connections, in ms
@@ -310,12 +331,14 @@ static void await_probe_locked(tether_pool *p, int64_t blocked_ms) {
     waiter *next;
     for (waiter *w = p->head; w; w = next) {
         next = w->next;
-        if (!p->real_clock || w->deadline_ns <= end) {
+        if ((!p->real_clock && !w->nb) || w->deadline_ns <= end) {
             queue_remove(p, w, 0);
             w->wake = WAKE_AGAIN;
-            pthread_cond_signal(&w->cv);
+            wake(p, w);
             continue;
         }
+        if (w->nb) /* the tick grants it (tether__pool_grant_due) */
+            continue;
         int64_t was = w->probe_ns;
         w->probe_ns = end;
         if (was == 0 || was > end + 2000000) /* asleep past the end */
@@ -343,7 +366,7 @@ static void grant_capacity_locked(tether_pool *p) {
         p->total++;
         p->creating++;
         w->wake = WAKE_CREATE;
-        pthread_cond_signal(&w->cv);
+        wake(p, w);
     }
 }
 
@@ -532,7 +555,7 @@ static int handoff(tether_pool *p, tether__slot *s) {
         slot_set(s, SLOT_USED, SLOT_GEN_ONE); /* a new holder, maybe from
                                                  housekeeping (RESERVED) */
         w->given = s;
-        pthread_cond_signal(&w->cv);
+        wake(p, w);
     }
     pthread_mutex_unlock(&p->lock);
     return rc;
@@ -558,7 +581,7 @@ static void wake_unarmed_head(tether_pool *p, const tether__slot *s) {
     if (others_out(p, s))
         return;
     pthread_mutex_lock(&p->lock);
-    if (p->head && atomic_load(&p->head_unarmed)) {
+    if (p->head && !p->head->nb && atomic_load(&p->head_unarmed)) {
         atomic_store(&p->head_unarmed, 0);
         pthread_cond_signal(&p->head->cv);
     }
@@ -733,8 +756,7 @@ typedef struct acq {
 } acq;
 
 static int64_t left_ms(const acq *a) {
-    int64_t ns = a->deadline_ns - tether__mono_ns();
-    return ns <= 0 ? 0 : (ns + 999999) / 1000000;
+    return tether__ms_left(a->deadline_ns);
 }
 
 /* Give back a creation reservation that is not needed after all. */
@@ -798,26 +820,12 @@ static int sleep_turn(acq *a, waiter *w, tether__slot **s) {
     return w->given || w->wake || now < a->deadline_ns;
 }
 
-/* A connect this caller made failed with rc. A server that refused it as
- * busy (throttled: 53300, 57P03) or a breaker that blocks connects is no
- * reason to fail while other connections are out: their release is
- * awaited instead (0: go round again, without connecting). With none out,
- * the breaker's next probe is awaited when it comes before the deadline. */
+/* A connect this caller made failed with rc: 0 to go round again (wait for
+ * a release or the breaker's probe: tether__pool_refused), else rc. */
 static int after_refusal(acq *a, int rc) {
-    tether_pool *p = a->p;
-    int throttled = a->err && a->err->cls == TETHER_CLASS_THROTTLED;
-    if ((rc != TETHER_EOPEN && !throttled) ||
-        tether__mono_ns() >= a->deadline_ns)
-        return rc;
-    pthread_mutex_lock(&p->lock);
-    int others = p->total > 0;
-    pthread_mutex_unlock(&p->lock);
-    if (others) {
-        a->no_create = 1;
-        return 0;
-    }
-    int64_t blocked = breaker_blocked_ms(p);
-    return blocked > 0 && blocked < left_ms(a) ? 0 : rc;
+    return tether__pool_refused(a->p, rc, a->err, a->deadline_ns, &a->no_create)
+               ? 0
+               : rc;
 }
 
 /* Wait in the queue until handed a slot, granted capacity, closed or the
@@ -876,9 +884,10 @@ static int wait_turn(acq *a, tether__slot **got) {
 static int slow_round(acq *a, tether__slot **got) {
     tether_pool *p = a->p;
     grant_capacity_locked(p); /* earlier arrivals first */
-    int64_t blocked = breaker_blocked_ms(p);
-    if (blocked > 0 && p->total == 0 && blocked < left_ms(a)) {
-        /* Nothing out to be released: wait for the breaker's probe. */
+    int64_t blocked = 0;
+    int next =
+        tether__pool_arrive_locked(p, a->no_create, a->deadline_ns, &blocked);
+    if (next == ARRIVE_PROBE) { /* nothing out: wait for the breaker's probe */
         a->no_create = 0;
         if (!p->real_clock) {
             pthread_mutex_unlock(&p->lock);
@@ -886,10 +895,7 @@ static int slow_round(acq *a, tether__slot **got) {
             return 0;
         }
         a->probe_ns = tether__mono_ns() + blocked * 1000000;
-    } else if (p->total < p->o.max_size && p->creating < p->o.max_creating &&
-               !a->no_create && (blocked > 0 ? p->total == 0 : !p->nqueued)) {
-        /* Create, or with the breaker blocking past the deadline and
-         * nothing to wait for, fail fast with its error. */
+    } else if (next == ARRIVE_CREATE) {
         p->total++;
         p->creating++;
         pthread_mutex_unlock(&p->lock);
@@ -1127,7 +1133,7 @@ static void wake_all_closed(tether_pool *p) {
         waiter *w = p->head;
         queue_remove(p, w, 1);
         w->wake = WAKE_CLOSED;
-        pthread_cond_signal(&w->cv);
+        wake(p, w);
     }
     pthread_mutex_unlock(&p->lock);
 }
@@ -1162,4 +1168,59 @@ int tether_pool_close(tether_pool *p, int64_t wait_ms, tether_error *err) {
                                 "%lld ms",
                                 p->name, left, (long long)wait_ms);
     return 0;
+}
+
+/* ---- for cq.c: the non-blocking acquire --------------------------------- */
+
+tether__slot *tether__pool_take_idle(tether_pool *p) {
+    return take_idle(p);
+}
+
+int tether__pool_checkout(tether_pool *p, tether__slot *s, const char *file,
+                          int line) {
+    return checkout(p, s, file, line, NULL);
+}
+
+void tether__pool_queue_push(tether_pool *p, waiter *w) {
+    queue_push(p, w);
+}
+
+void tether__pool_queue_remove(tether_pool *p, waiter *w, int wake_next) {
+    queue_remove(p, w, wake_next);
+}
+
+void tether__pool_grant_locked(tether_pool *p) {
+    grant_capacity_locked(p);
+}
+
+int tether__pool_refused(tether_pool *p, int rc, const tether_error *err,
+                         int64_t deadline_ns, int *no_create) {
+    int throttled = err && err->cls == TETHER_CLASS_THROTTLED;
+    if ((rc != TETHER_EOPEN && !throttled) || tether__mono_ns() >= deadline_ns)
+        return 0;
+    pthread_mutex_lock(&p->lock);
+    int others = p->total > 0;
+    pthread_mutex_unlock(&p->lock);
+    if (others) {
+        *no_create = 1;
+        return 1;
+    }
+    int64_t blocked = breaker_blocked_ms(p);
+    return blocked > 0 && blocked < tether__ms_left(deadline_ns);
+}
+
+/* What an acquire that found no idle connection does next, the rule of
+ * the blocking and the non-blocking acquire alike (lock held). */
+int tether__pool_arrive_locked(tether_pool *p, int no_create,
+                               int64_t deadline_ns, int64_t *blocked_ms) {
+    int64_t blocked = breaker_blocked_ms(p);
+    *blocked_ms = blocked;
+    if (blocked > 0 && p->total == 0 && blocked < tether__ms_left(deadline_ns))
+        return ARRIVE_PROBE;
+    /* Create, or with the breaker blocking past the deadline and nothing
+     * out to wait for, fail fast with its error. */
+    if (p->total < p->o.max_size && p->creating < p->o.max_creating &&
+        !no_create && (blocked > 0 ? p->total == 0 : !p->nqueued))
+        return ARRIVE_CREATE;
+    return ARRIVE_QUEUE;
 }

@@ -80,7 +80,10 @@ struct tether__slot {
     _Atomic int leak_reported;
 } __attribute__((aligned(64)));
 
-/* A thread waiting in the FIFO queue; lives on the waiter's stack. */
+/* A thread waiting in the FIFO queue; lives on the waiter's stack. A
+ * non-blocking acquire (cq.c) is a waiter too, inside its entry: nb is set,
+ * no thread sleeps on cv (it is never initialized), and whoever would wake
+ * it calls tether__nb_wake instead (docs/evloop.md). */
 typedef struct waiter {
     pthread_cond_t cv;
     struct waiter *next, *prev;
@@ -88,8 +91,9 @@ typedef struct waiter {
     int wake;                 /* WAKE_* reason when not given a connection */
     const tether__slot *last; /* the caller's last connection, or NULL */
     int64_t deadline_ns;      /* when the caller gives up (mono) */
-    int64_t probe_ns; /* 0, or when the breaker's period ends: with nothing
-                         out, the waiter waits for that probe (mono) */
+    int64_t probe_ns;      /* 0, or when the breaker's period ends: with nothing
+                              out, the waiter waits for that probe (mono) */
+    struct tether__nb *nb; /* a non-blocking acquire's entry, else NULL */
 } waiter;
 
 /* WAKE_AGAIN: look again (the breaker blocks new connections, none is out
@@ -151,6 +155,16 @@ struct tether_pool {
 
     /* The housekeeper's subscription to the core ticker. */
     tether__tick_sub tick;
+
+    /* Non-blocking acquires (cq.c), guarded by lock: every entry of this
+     * pool not yet taken by tether_cq_next (queued, worked on by a worker
+     * thread, or posted with a connection), for cancel; nb_queued counts
+     * those in the wait queue, for the tick's deadline check. */
+    struct tether__nb *nb_all;
+    _Atomic int nb_queued;
+    int64_t nb_due_ns; /* no queued one's deadline is earlier (may be
+                          earlier than the earliest: then a check finds
+                          nothing and sets it anew) */
 };
 
 /* The fast path's fields fill the first line and no more. */
@@ -338,6 +352,61 @@ void tether__pool_grant_due(tether_pool *p);
  * timeout, lifetime, keepalive, leak reports, refill to min. Tests call it
  * directly with a virtual clock. */
 void tether__pool_housekeep(tether_pool *p);
+
+/* ---- shared with cq.c (non-blocking acquire); lock held where _locked -- */
+
+/* tether__pool_take_idle takes an idle slot (this thread's last first). */
+tether__slot *tether__pool_take_idle(tether_pool *p);
+
+/* tether__pool_checkout checks an owned slot before handing it out: 0 or 1
+ * (validated) when good, -1 when it was discarded. */
+int tether__pool_checkout(tether_pool *p, tether__slot *s, const char *file,
+                          int line);
+
+/* tether__pool_queue_push and tether__pool_queue_remove add w at the tail
+ * of the wait queue and take it out (lock held). */
+void tether__pool_queue_push(tether_pool *p, waiter *w);
+void tether__pool_queue_remove(tether_pool *p, waiter *w, int wake_next);
+
+/* tether__pool_grant_locked hands creation capacity to the first waiters. */
+void tether__pool_grant_locked(tether_pool *p);
+
+/* tether__ms_left: the milliseconds left until deadline_ns (mono),
+ * rounded up; 0 once it has passed. */
+static inline int64_t tether__ms_left(int64_t deadline_ns) {
+    int64_t ns = deadline_ns - tether__mono_ns();
+    return ns <= 0 ? 0 : (ns + 999999) / 1000000;
+}
+
+/* tether__pool_arrive_locked says what an acquire that found no idle
+ * connection does next: ARRIVE_CREATE (make the reservation and create; with
+ * the breaker blocking past deadline_ns and nothing out, that fails fast
+ * with its error), ARRIVE_PROBE (the breaker blocks for *blocked_ms, nothing
+ * is out, and its probe comes before the deadline: wait for it) or
+ * ARRIVE_QUEUE (wait for a release). no_create: a connect of this acquire
+ * was refused; it waits for a release. */
+enum { ARRIVE_CREATE = 1, ARRIVE_PROBE, ARRIVE_QUEUE };
+int tether__pool_arrive_locked(tether_pool *p, int no_create,
+                               int64_t deadline_ns, int64_t *blocked_ms);
+
+/* tether__pool_refused decides after a connect for an acquire failed with
+ * rc (and err): 1 to go round again, either waiting for a release without
+ * connecting (*no_create set: a throttled server or an open breaker while
+ * other connections are out) or, with none out, for the breaker's probe
+ * before deadline_ns; 0 to fail with rc. Takes the lock. */
+int tether__pool_refused(tether_pool *p, int rc, const tether_error *err,
+                         int64_t deadline_ns, int *no_create);
+
+/* tether__nb_wake does for the non-blocking waiter w, already out of the
+ * queue, what a signal of its condition variable does for a thread: post
+ * the connection handed over (w->given), start a worker to create one
+ * (WAKE_CREATE, WAKE_AGAIN: the reservation is made) or post TETHER_ECLOSED
+ * (WAKE_CLOSED). Lock held. */
+void tether__nb_wake(tether_pool *p, waiter *w);
+
+/* tether__nb_expire completes queued non-blocking acquires past their
+ * deadline with TETHER_ETIMEDOUT (the housekeeper's tick). */
+void tether__nb_expire(tether_pool *p);
 
 /* tether__hist_record counts one timed acquire of us microseconds. */
 void tether__hist_record(tether_pool *p, int64_t us);

@@ -6,12 +6,13 @@
 #
 #   check.sh retry BIN      no server needed
 #   check.sh pg_pool BIN    inside scripts/pg-cluster run (PGC_* variables)
+#   check.sh evloop BIN     inside scripts/pg-cluster run (PGC_* variables)
 #   check.sh redis_pool BIN starts a redis-server of its own on a free
 #                           loopback port (scripts/free-port), always stopped
 set -uo pipefail
 
-name=${1:?usage: check.sh retry|pg_pool|redis_pool BIN}
-bin=${2:?usage: check.sh retry|pg_pool|redis_pool BIN}
+name=${1:?usage: check.sh retry|pg_pool|evloop|redis_pool BIN}
+bin=${2:?usage: check.sh retry|pg_pool|evloop|redis_pool BIN}
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d /tmp/tether-example.XXXXXX)
 redis_pid=
@@ -186,8 +187,46 @@ check_redis_pool() {
   [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
 }
 
+# evloop: one thread, one libuv loop, 20000 queries started at once over a
+# pool of 8 (each "SELECT <its number>", checked by the example). A sampler
+# counts the example's backends in pg_stat_activity (application_name
+# tether-evloop) every 20 ms meanwhile: never above 8, and seen at least
+# once (else the sampler missed the run and proves nothing).
+check_evloop() {
+  local v
+  for v in PGC_HOST PRIMARY_PORT PGC_USER PGC_PASSWORD PGC_DB PGC_DIR PGC_CTL; do
+    [ -n "${!v:-}" ] || { echo "check.sh evloop: \$$v is not set (run it inside scripts/pg-cluster run)" >&2; exit 2; }
+  done
+  local ci="host=$PGC_HOST port=$PRIMARY_PORT user=$PGC_USER"
+  ci+=" password=$PGC_PASSWORD dbname=$PGC_DB application_name=tether-evloop"
+  local q="SELECT count(*) FROM pg_stat_activity WHERE application_name = 'tether-evloop'"
+  ( while [ ! -e "$tmp/stop" ]; do
+      bash "$PGC_CTL" psql "$PGC_DIR" primary -Atc "$q" 2>/dev/null >>"$tmp/samples"
+      sleep 0.02
+    done ) &
+  local sampler=$!
+  run "$ci" 20000 8
+  touch "$tmp/stop"
+  wait "$sampler"
+  [ "$status" -eq 0 ] || fail "exit status $status, want 0"
+  grep -Eq '^mode pool requests 20000 completed 20000 errors 0 max_connections [1-8] seconds [0-9.]+ qps [0-9]+ cpu_us_per_query [0-9.]+$' "$tmp/out" ||
+    fail "want 'mode pool requests 20000 completed 20000 errors 0 max_connections (1-8) ...'"
+  local max seen
+  max=$(sort -n "$tmp/samples" | tail -1)
+  seen=$(awk '$1 > 0' "$tmp/samples" | wc -l)
+  echo "--- pg_stat_activity: $(wc -l <"$tmp/samples") samples, $seen with backends, max ${max:-none}"
+  [ "$seen" -gt 0 ] || fail "the sampler never saw the example's backends"
+  [ "${max:-0}" -le 8 ] || fail "$max backends at once, want at most 8"
+  if grep -qF -- "$PGC_PASSWORD" "$tmp/out" "$tmp/err"; then
+    fail "the password appears in the output"
+  fi
+  run
+  [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
+}
+
 case $name in
   retry) check_retry ;;
+  evloop) check_evloop ;;
   pg_pool) check_pg_pool ;;
   redis_pool) check_redis_pool ;;
   *) echo "check.sh: unknown example '$name'" >&2; exit 2 ;;

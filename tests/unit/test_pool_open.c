@@ -25,6 +25,7 @@ static void test_maps_pool_keys(void **state) {
             "tether_acquire_timeout=3s tether_idle_timeout=1m "
             "tether_max_lifetime=10m tether_validate_idle=250ms "
             "tether_probe_idle=0 tether_barge_limit_us=2500 "
+            "tether_max_waiters=6000 "
             "tether_leak_threshold=30s tether_reset_query='DISCARD ALL' "
             "tether_retry='fixed base=10ms attempts=7' "
             "tether_breaker='breaker failures=9' tether_strategy=race "
@@ -39,6 +40,7 @@ static void test_maps_pool_keys(void **state) {
     assert_int_equal(k.o.validate_idle_ms, 250);
     assert_int_equal(k.o.probe_idle_ms, 0);
     assert_int_equal(k.o.barge_limit_us, 2500);
+    assert_int_equal(k.o.max_waiters, 6000);
     assert_int_equal(k.o.leak_threshold_ms, 30000);
     assert_string_equal(k.o.reset_query, "DISCARD ALL");
     assert_int_equal(k.o.retry.max_attempts, 7);

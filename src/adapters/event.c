@@ -1,0 +1,60 @@
+/* event.c - libtether-event: a cq's eventfd watched by a persistent
+ * libevent EV_READ event; each completion goes to the user's callback
+ * (docs/evloop.md). Uses only the public headers. */
+#include "tether_event.h"
+
+#include <stdlib.h>
+
+/* At most this many completions per wake-up (see uv.c). */
+#define BATCH 256
+
+struct tether_levent {
+    struct event *ev;
+    tether_cq *cq;
+    tether_levent_fn fn;
+    void *arg;
+};
+
+static void on_ready(evutil_socket_t fd, short what, void *arg) {
+    tether_levent *w = arg;
+    (void)fd;
+    (void)what;
+    tether_completion c;
+    for (int i = 0; i < BATCH && tether_cq_next(w->cq, &c) == 0; i++)
+        w->fn(&c, w->arg);
+}
+
+int tether_levent_create(tether_levent **out, struct event_base *base,
+                         tether_cq *cq, tether_levent_fn fn, void *arg,
+                         tether_error *err) {
+    if (!out || !base || !cq || !fn)
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "tether_levent_create: out, base, cq and fn "
+                                "are required");
+    *out = NULL;
+    tether_levent *w = calloc(1, sizeof(*w));
+    if (!w)
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                NULL);
+    w->cq = cq;
+    w->fn = fn;
+    w->arg = arg;
+    w->ev =
+        event_new(base, tether_cq_fd(cq), EV_READ | EV_PERSIST, on_ready, w);
+    if (!w->ev || event_add(w->ev, NULL) != 0) {
+        if (w->ev)
+            event_free(w->ev);
+        free(w);
+        return tether_error_set(err, TETHER_EIO, TETHER_CLASS_PERMANENT,
+                                "tether_levent_create: cannot add the event");
+    }
+    *out = w;
+    return 0;
+}
+
+void tether_levent_destroy(tether_levent *w) {
+    if (!w)
+        return;
+    event_free(w->ev); /* deletes it first */
+    free(w);
+}

@@ -1,0 +1,543 @@
+/* cq.c - the non-blocking acquire for event loops: completion queues with a
+ * pollable eventfd, and pool waiters that are queue entries instead of
+ * sleeping threads. An entry sits in the pool's one FIFO wait queue beside
+ * the blocking callers; whoever would wake a blocked thread posts the entry
+ * to its completion queue instead (tether__nb_wake). Connections are
+ * created on short-lived worker threads, deadlines are kept by the pool's
+ * 10 ms tick (tether__nb_expire). The design is in docs/evloop.md.
+ *
+ * Locks: the pool's lock, then the cq's; never the other way round. An
+ * entry's pool-side fields (state, canceled, its place in the queue and in
+ * p->nb_all) are guarded by the pool's lock; once posted to its cq, only
+ * tether_cq_next (or tether_cq_destroy) touches it, and frees it. Nobody
+ * touches an entry after handing it to the queue or to its cq. */
+#include "pool.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define NB_FILE "tether_pool_acquire_start" /* leak reports' "file" */
+
+enum { NB_NEW = 0, NB_QUEUED, NB_WORKING, NB_POSTED };
+
+typedef struct tether__nb tether__nb;
+struct tether__nb {
+    waiter w;                  /* the wait queue entry; w.nb = this */
+    tether__nb *pnext, *pprev; /* p->nb_all (pool lock) */
+    tether__nb *cnext, *cprev; /* cq->all */
+    tether__nb *rnext;         /* cq's ready list (cq lock) */
+    tether_cq *cq;
+    tether_pool *owner;        /* the pool of the acquire */
+    tether_pool *_Atomic pool; /* owner until posted with an error */
+    uint64_t ticket;
+    void *user;
+    int64_t start_ns, deadline_ns;
+    int state;          /* NB_* (pool lock) */
+    int linked;         /* in p->nb_all (pool lock) */
+    int canceled;       /* pool lock */
+    int no_create;      /* a connect was refused: wait */
+    int checked;        /* slot checked out already */
+    int rc;             /* the outcome when slot is NULL */
+    tether__slot *slot; /* the connection posted, or NULL */
+    tether_error err;
+};
+
+struct tether_cq {
+    int fd;
+    pthread_mutex_t lock;
+    pthread_cond_t posted; /* an entry was posted (tether_cq_destroy) */
+    tether__nb *all;       /* every entry not freed yet */
+    tether__nb *ready, *ready_tail;
+    int nall, nready;
+    int signaled; /* the eventfd's counter is not 0 */
+};
+
+static _Atomic uint64_t next_ticket = 1;
+
+/* ---- the completion queue ------------------------------------------------ */
+
+tether_cq *tether_cq_create(tether_error *err) {
+    tether_cq *cq = tether__malloc(sizeof(*cq));
+    if (!cq) {
+        tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT, NULL);
+        return NULL;
+    }
+    memset(cq, 0, sizeof(*cq));
+    cq->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (cq->fd < 0) {
+        tether_error_set(err, TETHER_EIO, TETHER_CLASS_PERMANENT,
+                         "cq: eventfd: %s", strerror(errno));
+        tether__free(cq);
+        return NULL;
+    }
+    pthread_mutex_init(&cq->lock, NULL);
+    pthread_cond_init(&cq->posted, NULL);
+    return cq;
+}
+
+int tether_cq_fd(const tether_cq *cq) {
+    return cq ? cq->fd : -1;
+}
+
+int tether_cq_pending(tether_cq *cq) {
+    if (!cq)
+        return 0;
+    pthread_mutex_lock(&cq->lock);
+    int n = cq->nall;
+    pthread_mutex_unlock(&cq->lock);
+    return n;
+}
+
+static void cq_add(tether_cq *cq, tether__nb *e) {
+    pthread_mutex_lock(&cq->lock);
+    e->cnext = cq->all;
+    if (cq->all)
+        cq->all->cprev = e;
+    cq->all = e;
+    cq->nall++;
+    pthread_mutex_unlock(&cq->lock);
+}
+
+static void cq_free(tether_cq *cq, tether__nb *e) {
+    pthread_mutex_lock(&cq->lock);
+    if (e->cprev)
+        e->cprev->cnext = e->cnext;
+    else
+        cq->all = e->cnext;
+    if (e->cnext)
+        e->cnext->cprev = e->cprev;
+    cq->nall--;
+    pthread_mutex_unlock(&cq->lock);
+    tether__free(e);
+}
+
+/* Append e to cq's ready list; the eventfd turns readable with the first. */
+static void cq_push(tether_cq *cq, tether__nb *e) {
+    pthread_mutex_lock(&cq->lock);
+    e->rnext = NULL;
+    if (cq->ready_tail)
+        cq->ready_tail->rnext = e;
+    else
+        cq->ready = e;
+    cq->ready_tail = e;
+    cq->nready++;
+    if (!cq->signaled) {
+        uint64_t one = 1;
+        cq->signaled = write(cq->fd, &one, sizeof(one)) == sizeof(one);
+    }
+    pthread_cond_broadcast(&cq->posted);
+    pthread_mutex_unlock(&cq->lock);
+}
+
+/* Take the first ready entry; the eventfd is drained with the last. */
+static tether__nb *cq_pop(tether_cq *cq) {
+    pthread_mutex_lock(&cq->lock);
+    tether__nb *e = cq->ready;
+    if (e) {
+        cq->ready = e->rnext;
+        if (!cq->ready)
+            cq->ready_tail = NULL;
+        cq->nready--;
+    }
+    if (!cq->ready && cq->signaled) {
+        uint64_t v;
+        if (read(cq->fd, &v, sizeof(v)) == sizeof(v))
+            cq->signaled = 0;
+    }
+    pthread_mutex_unlock(&cq->lock);
+    return e;
+}
+
+/* ---- posting (pool lock held) -------------------------------------------- */
+
+static void pool_link(tether_pool *p, tether__nb *e) {
+    e->pprev = NULL;
+    e->pnext = p->nb_all;
+    if (p->nb_all)
+        p->nb_all->pprev = e;
+    p->nb_all = e;
+    e->linked = 1;
+}
+
+static void pool_unlink(tether_pool *p, tether__nb *e) {
+    if (!e->linked)
+        return;
+    if (e->pprev)
+        e->pprev->pnext = e->pnext;
+    else
+        p->nb_all = e->pnext;
+    if (e->pnext)
+        e->pnext->pprev = e->pprev;
+    e->pnext = e->pprev = NULL;
+    e->linked = 0;
+}
+
+/* Post e with connection s, or with error rc (e->err filled, unless the
+ * acquire was canceled meanwhile). An entry posted with an error is done
+ * with its pool; one with a connection stays in p->nb_all until
+ * tether_cq_next takes it, so that a cancel can still return it. */
+static void post_locked(tether_pool *p, tether__nb *e, tether__slot *s,
+                        int rc) {
+    if (!e->linked)
+        pool_link(p, e);
+    e->state = NB_POSTED;
+    e->slot = s;
+    if (!s) {
+        if (e->canceled)
+            rc = tether_error_set(&e->err, TETHER_ECANCELED,
+                                  TETHER_CLASS_PERMANENT,
+                                  "pool %s: acquire canceled", p->name);
+        e->rc = rc;
+        pool_unlink(p, e);
+        atomic_store(&e->pool, NULL);
+    }
+    cq_push(e->cq, e);
+}
+
+static void post_error_locked(tether_pool *p, tether__nb *e, int rc,
+                              tether_class cls, const char *what) {
+    tether_error_set(&e->err, rc, cls, "pool %s: %s", p->name, what);
+    post_locked(p, e, NULL, rc);
+}
+
+static void post_timeout_locked(tether_pool *p, tether__nb *e) {
+    atomic_fetch_add(&p->timeouts, 1);
+    tether_error_set(&e->err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
+                     "pool %s: no connection within %lld ms (%d in use, %d "
+                     "waiting)",
+                     p->name,
+                     (long long)((e->deadline_ns - e->start_ns) / 1000000),
+                     p->total, atomic_load(&p->waiters));
+    post_locked(p, e, NULL, TETHER_ETIMEDOUT);
+}
+
+/* ---- workers: connections are created off the caller's thread ----------- */
+
+static void drive(tether__nb *e);
+
+static void *worker_main(void *arg) {
+    tether__nb *e = arg;
+    tether_pool *p = e->owner;
+    tether__slot *s = NULL;
+    int rc = tether__pool_create_reserved(p, tether__ms_left(e->deadline_ns),
+                                          &s, &e->err);
+    int ok = rc == 0 && tether__pool_checkout(p, s, NB_FILE, 0) >= 0;
+    e->no_create = 0;
+    if (ok) {
+        pthread_mutex_lock(&p->lock);
+        e->checked = 1;
+        post_locked(p, e, s, 0);
+        pthread_mutex_unlock(&p->lock);
+    } else if (rc == 0 || tether__pool_refused(p, rc, &e->err, e->deadline_ns,
+                                               &e->no_create)) {
+        drive(e); /* the new connection failed its check, or wait */
+    } else {
+        pthread_mutex_lock(&p->lock);
+        post_locked(p, e, NULL, rc);
+        pthread_mutex_unlock(&p->lock);
+    }
+    pthread_mutex_lock(&p->lock); /* p outlives us: destroy waits for bg */
+    p->bg--;
+    pthread_cond_broadcast(&p->drained);
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Start a worker that creates a connection for e, whose reservation is
+ * counted in total and creating (lock held). */
+static void start_worker_locked(tether_pool *p, tether__nb *e) {
+    e->state = NB_WORKING;
+    p->bg++;
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old; /* the application's signals stay on its threads */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&t, &a, worker_main, e);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&a);
+    if (rc == 0)
+        return;
+    p->bg--;
+    p->total--;
+    p->creating--;
+    pthread_cond_broadcast(&p->drained);
+    post_error_locked(p, e, TETHER_ENOMEM, TETHER_CLASS_TRANSIENT,
+                      "cannot start a thread to connect");
+}
+
+void tether__nb_wake(tether_pool *p, waiter *w) {
+    tether__nb *e = w->nb;
+    e->state = NB_NEW;
+    if (w->given) {
+        e->checked = 0; /* checked by tether_cq_next, outside the lock */
+        post_locked(p, e, w->given, 0);
+    } else if (w->wake == WAKE_CLOSED) {
+        post_error_locked(p, e, TETHER_ECLOSED, TETHER_CLASS_PERMANENT,
+                          "closed");
+    } else {
+        if (w->wake == WAKE_AGAIN) { /* connect to get the breaker's error */
+            p->total++;
+            p->creating++;
+        }
+        start_worker_locked(p, e);
+    }
+}
+
+/* ---- the acquire --------------------------------------------------------- */
+
+/* Queue e, or start a creation for it, or post its failure (lock held).
+ * Returns 1 when e was queued: the caller then rescans (still holding the
+ * lock, so that nobody can have served e meanwhile). */
+static int queue_locked(tether_pool *p, tether__nb *e) {
+    if (atomic_load(&p->closing)) {
+        post_error_locked(p, e, TETHER_ECLOSED, TETHER_CLASS_PERMANENT,
+                          "closed");
+        return 0;
+    }
+    if (e->canceled) {
+        post_locked(p, e, NULL, TETHER_ECANCELED);
+        return 0;
+    }
+    if (tether__mono_ns() >= e->deadline_ns) {
+        post_timeout_locked(p, e);
+        return 0;
+    }
+    tether__pool_grant_locked(p); /* earlier arrivals first */
+    int64_t blocked = 0;
+    int next =
+        tether__pool_arrive_locked(p, e->no_create, e->deadline_ns, &blocked);
+    if (next == ARRIVE_CREATE) {
+        p->total++;
+        p->creating++;
+        start_worker_locked(p, e);
+        return 0;
+    }
+    if (p->nqueued >= p->o.max_waiters) {
+        atomic_fetch_add(&p->queue_full, 1);
+        tether_error_set(&e->err, TETHER_EQUEUEFULL, TETHER_CLASS_THROTTLED,
+                         "pool %s: %d callers already waiting", p->name,
+                         p->o.max_waiters);
+        post_locked(p, e, NULL, TETHER_EQUEUEFULL);
+        return 0;
+    }
+    e->state = NB_QUEUED;
+    e->w.given = NULL;
+    e->w.wake = WAKE_NONE;
+    if (next == ARRIVE_PROBE) /* the pool's tick grants it at the period's */
+        e->no_create = 0;     /* end (tether__pool_grant_due) */
+    if (atomic_load(&p->nb_queued) == 0 || e->deadline_ns < p->nb_due_ns)
+        p->nb_due_ns = e->deadline_ns;
+    tether__pool_queue_push(p, &e->w);
+    return 1;
+}
+
+/* Serve e now from an idle connection, or queue it: the blocking slow
+ * path's round without the sleep. Runs on the caller's thread (start,
+ * tether_cq_next) or a worker's; never blocks on a wait. */
+static void drive(tether__nb *e) {
+    tether_pool *p = e->owner;
+    for (;;) {
+        tether__slot *s =
+            atomic_load(&p->closing) ? NULL : tether__pool_take_idle(p);
+        if (!s) {
+            pthread_mutex_lock(&p->lock);
+            if (!e->linked)
+                pool_link(p, e);
+            if (!queue_locked(p, e)) {
+                pthread_mutex_unlock(&p->lock);
+                return;
+            }
+            /* Queued: rescan, as a blocking waiter does after queuing (the
+             * count's increment is seq_cst, ordered before these loads; see
+             * tether__pool_put_idle). Under the lock, so e is still ours. */
+            atomic_thread_fence(memory_order_seq_cst);
+            s = tether__pool_take_idle(p);
+            if (s) {
+                tether__pool_queue_remove(p, &e->w, 1);
+                e->state = NB_NEW;
+            }
+            pthread_mutex_unlock(&p->lock);
+            if (!s)
+                return; /* e belongs to the queue now */
+        }
+        if (tether__pool_checkout(p, s, NB_FILE, 0) >= 0) {
+            pthread_mutex_lock(&p->lock);
+            e->checked = 1;
+            post_locked(p, e, s, 0);
+            pthread_mutex_unlock(&p->lock);
+            return;
+        }
+    }
+}
+
+int tether_pool_acquire_start(tether_pool *p, tether_cq *cq, int64_t timeout_ms,
+                              void *user, uint64_t *ticket, tether_error *err) {
+    if (ticket)
+        *ticket = 0;
+    if (!p || !cq)
+        return tether__null(err, "tether_pool_acquire_start", p ? "cq" : "p");
+    if (timeout_ms < -1)
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "pool %s: bad acquire timeout_ms %lld: want "
+                                "-1 (the pool's) or >= 0",
+                                p->name, (long long)timeout_ms);
+    if (timeout_ms < 0)
+        timeout_ms = p->o.acquire_timeout_ms;
+    timeout_ms = TETHER__MIN(timeout_ms, TETHER_DURATION_MAX_MS);
+    tether__nb *e = tether__malloc(sizeof(*e));
+    if (!e)
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                NULL);
+    memset(e, 0, sizeof(*e));
+    e->w.nb = e;
+    e->cq = cq;
+    e->owner = p;
+    atomic_init(&e->pool, p);
+    e->ticket = atomic_fetch_add(&next_ticket, 1);
+    e->user = user;
+    e->start_ns = tether__mono_ns();
+    e->deadline_ns = e->start_ns + timeout_ms * 1000000LL;
+    e->w.deadline_ns = e->deadline_ns;
+    if (ticket)
+        *ticket = e->ticket;
+    cq_add(cq, e);
+    drive(e); /* e may be posted, taken and freed once this returns */
+    return 0;
+}
+
+/* The queue is walked only once the earliest deadline in it has come
+ * (nb_due_ns): thousands of queued acquires cost the tick nothing until
+ * then (walking 20000 of them every tick under the lock once took 12 % of
+ * examples/evloop.c's CPU). */
+void tether__nb_expire(tether_pool *p) {
+    int64_t now = tether__mono_ns();
+    pthread_mutex_lock(&p->lock);
+    if (now >= p->nb_due_ns) {
+        int64_t due = INT64_MAX;
+        for (waiter *w = p->head, *next; w; w = next) {
+            next = w->next;
+            if (!w->nb) {
+                continue;
+            } else if (now >= w->nb->deadline_ns) {
+                tether__pool_queue_remove(p, w, 1);
+                w->nb->state = NB_NEW;
+                post_timeout_locked(p, w->nb);
+            } else if (w->nb->deadline_ns < due) {
+                due = w->nb->deadline_ns;
+            }
+        }
+        p->nb_due_ns = due;
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+int tether_pool_acquire_cancel(tether_pool *p, uint64_t ticket) {
+    if (!p)
+        return TETHER_EINVAL;
+    pthread_mutex_lock(&p->lock);
+    tether__nb *e = p->nb_all;
+    while (e && e->ticket != ticket)
+        e = e->pnext;
+    if (e) {
+        e->canceled = 1; /* a worker or tether_cq_next sees it */
+        if (e->state == NB_QUEUED) {
+            tether__pool_queue_remove(p, &e->w, 1);
+            post_locked(p, e, NULL, TETHER_ECANCELED);
+        }
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (!e)
+        return TETHER_ESTATE;
+    return 0;
+}
+
+/* ---- taking completions -------------------------------------------------- */
+
+/* Turn posted entry e into *out. Returns 0 when the connection it was
+ * handed failed its check (it was closed and e waits again), else 1. */
+static int finish(tether__nb *e, tether_completion *out) {
+    tether_pool *p = atomic_load(&e->pool);
+    int rc = e->rc;
+    tether_lease *lease = NULL;
+    if (p) { /* posted with a connection */
+        pthread_mutex_lock(&p->lock);
+        pool_unlink(p, e);
+        int canceled = e->canceled;
+        pthread_mutex_unlock(&p->lock);
+        tether__slot *s = e->slot;
+        e->slot = NULL;
+        if (canceled) {
+            tether__pool_put_idle(p, s);
+            rc = tether_error_set(&e->err, TETHER_ECANCELED,
+                                  TETHER_CLASS_PERMANENT,
+                                  "pool %s: acquire canceled", p->name);
+        } else if (!e->checked && tether__pool_checkout(p, s, NB_FILE, 0) < 0) {
+            e->state = NB_NEW;
+            drive(e);
+            return 0;
+        } else {
+            tether__hist_record(p, (tether__mono_ns() - e->start_ns) / 1000);
+            lease = lease_token(
+                s, atomic_load_explicit(&s->state, memory_order_relaxed));
+            rc = 0;
+            tether_error_clear(&e->err);
+        }
+    }
+    out->size = sizeof(*out);
+    out->ticket = e->ticket;
+    out->user = e->user;
+    out->pool = e->owner;
+    out->rc = rc;
+    out->lease = lease;
+    out->err = e->err;
+    cq_free(e->cq, e);
+    return 1;
+}
+
+int tether_cq_next_sized(tether_cq *cq, tether_completion *out, size_t size) {
+    if (!cq || !out || size < sizeof(size_t))
+        return TETHER_EINVAL;
+    tether_completion full;
+    for (;;) {
+        tether__nb *e = cq_pop(cq);
+        if (!e)
+            return TETHER_EAGAIN;
+        if (finish(e, &full)) {
+            tether__sized_out(out, size, &full, sizeof(full));
+            return 0;
+        }
+    }
+}
+
+void tether_cq_destroy(tether_cq *cq) {
+    if (!cq)
+        return;
+    /* Only this thread adds or frees entries now (no other call on cq may
+     * run): the list can be walked; posting only touches the ready list. */
+    pthread_mutex_lock(&cq->lock);
+    tether__nb *e = cq->all;
+    pthread_mutex_unlock(&cq->lock);
+    for (; e; e = e->cnext) {
+        tether_pool *p = atomic_load(&e->pool);
+        if (p)
+            tether_pool_acquire_cancel(p, e->ticket);
+    }
+    pthread_mutex_lock(&cq->lock);
+    while (cq->nready < cq->nall) /* workers still connecting */
+        pthread_cond_wait(&cq->posted, &cq->lock);
+    pthread_mutex_unlock(&cq->lock);
+    tether_completion c;
+    while (tether_cq_next(cq, &c) == 0)
+        tether_lease_release(c.lease); /* none: all were canceled */
+    close(cq->fd);
+    pthread_cond_destroy(&cq->posted);
+    pthread_mutex_destroy(&cq->lock);
+    tether__free(cq);
+}

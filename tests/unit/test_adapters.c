@@ -1,0 +1,152 @@
+/* test_adapters.c - libtether-uv and libtether-event (src/adapters,
+ * docs/evloop.md) over the sim driver: acquires started on a pool of 2
+ * arrive through each loop's callback, in order, one call per completion,
+ * leases released from the callback hand the connections on; a timeout
+ * arrives the same way; destroy is clean. Linked with the shared library
+ * and both adapters, so built only when both are (tests/CMakeLists.txt). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <string.h>
+
+#include "tether.h"
+#include "tether_event.h"
+#include "tether_sim.h"
+#include "tether_uv.h"
+
+#define N 50
+
+typedef struct run {
+    int got[N], ngot, errors, timeouts;
+    tether_lease *held; /* kept back by the last completion, if any */
+    int keep_last;
+} run;
+
+static void on_completion(tether_completion *c, void *arg) {
+    run *r = arg;
+    if (c->rc == TETHER_ETIMEDOUT) {
+        r->timeouts++;
+        return;
+    }
+    if (c->rc != 0) {
+        r->errors++;
+        return;
+    }
+    r->got[r->ngot++] = (int)(intptr_t)c->user;
+    if (r->keep_last && r->ngot == N)
+        r->held = c->lease;
+    else
+        tether_lease_release(c->lease);
+}
+
+static void make_pool(tether_sim **sim, tether_pool **pool) {
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    assert_int_equal(tether_sim_create(sim, &so, NULL), 0);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.driver = tether_driver_sim();
+    po.driver_ctx = *sim;
+    po.max_size = 2;
+    po.barge_limit_us = 0;
+    assert_int_equal(tether_pool_create(pool, &po, NULL), 0);
+    tether_lease *l[2]; /* both connections made: the order is the queue's */
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(tether_pool_acquire(*pool, 1000, &l[i], NULL), 0);
+    for (int i = 0; i < 2; i++)
+        tether_lease_release(l[i]);
+}
+
+static void start_all(tether_pool *pool, tether_cq *cq) {
+    for (int i = 0; i < N; i++)
+        assert_int_equal(tether_pool_acquire_start(
+                             pool, cq, 5000, (void *)(intptr_t)i, NULL, NULL),
+                         0);
+}
+
+static void check_order(const run *r) {
+    assert_int_equal(r->ngot, N);
+    assert_int_equal(r->errors, 0);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(r->got[i], i);
+}
+
+static void test_uv(void **state) {
+    (void)state;
+    tether_sim *sim;
+    tether_pool *pool;
+    make_pool(&sim, &pool);
+    tether_cq *cq = tether_cq_create(NULL);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    run r;
+    memset(&r, 0, sizeof(r));
+    r.keep_last = 1;
+    tether_uv *w;
+    assert_int_equal(tether_uv_create(&w, &loop, cq, on_completion, &r, NULL),
+                     0);
+    start_all(pool, cq);
+    while (r.ngot < N)
+        uv_run(&loop, UV_RUN_ONCE);
+    check_order(&r);
+    /* the held lease: a timeout comes through the loop as well */
+    tether_lease *other;
+    assert_int_equal(tether_pool_acquire(pool, 1000, &other, NULL), 0);
+    assert_int_equal(tether_pool_acquire_start(pool, cq, 30, NULL, NULL, NULL),
+                     0);
+    while (r.timeouts == 0)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(r.timeouts, 1);
+    tether_lease_release(other);
+    tether_lease_release(r.held);
+    tether_uv_destroy(w);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0); /* the close */
+    assert_int_equal(uv_loop_close(&loop), 0);
+    tether_error err;
+    assert_int_equal(tether_uv_create(&w, NULL, cq, on_completion, &r, &err),
+                     TETHER_EINVAL);
+    tether_cq_destroy(cq);
+    tether_pool_destroy(pool);
+    tether_sim_destroy(sim);
+}
+
+static void test_libevent(void **state) {
+    (void)state;
+    tether_sim *sim;
+    tether_pool *pool;
+    make_pool(&sim, &pool);
+    tether_cq *cq = tether_cq_create(NULL);
+    struct event_base *base = event_base_new();
+    assert_non_null(base);
+    run r;
+    memset(&r, 0, sizeof(r));
+    tether_levent *w;
+    assert_int_equal(
+        tether_levent_create(&w, base, cq, on_completion, &r, NULL), 0);
+    start_all(pool, cq);
+    while (r.ngot < N)
+        event_base_loop(base, EVLOOP_ONCE);
+    check_order(&r);
+    tether_levent_destroy(w);
+    tether_levent_destroy(NULL);
+    tether_error err;
+    assert_int_equal(
+        tether_levent_create(&w, base, NULL, on_completion, &r, &err),
+        TETHER_EINVAL);
+    event_base_free(base);
+    tether_cq_destroy(cq);
+    tether_pool_destroy(pool);
+    tether_sim_destroy(sim);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_uv),
+        cmocka_unit_test(test_libevent),
+    };
+    return cmocka_run_group_tests_name("adapters", tests, NULL, NULL);
+}
