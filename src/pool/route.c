@@ -62,8 +62,14 @@ static int lag_over(const tether__route *r, int64_t ms, int64_t bytes) {
            (r->max_lag_bytes >= 0 && bytes > r->max_lag_bytes);
 }
 
+/* The least time worth a lag query: with less, the read goes to the
+ * primary unchecked (a query that overran its time would break s). */
+#define LAG_MIN_BUDGET_MS 10
+#define LAG_NO_TIME 2
+
 /* lagging says whether s's standby lags beyond the bound, asking it at most
- * once per lag_recheck_ms per connection. Returns 1 lagging, 0 not, or a
+ * once per lag_recheck_ms per connection. Returns 1 lagging, 0 not,
+ * LAG_NO_TIME when a check is due and budget is too short for it, or a
  * negative error from the lag query (s may then be broken). */
 static int lagging(tether__route *r, tether__slot *s, int64_t budget,
                    tether_error *err) {
@@ -72,6 +78,8 @@ static int lagging(tether__route *r, tether__slot *s, int64_t budget,
     int64_t now = tether__pool_now(r->read);
     if (s->lag_conn == s->conn && now - s->lag_checked_ms < r->lag_recheck_ms)
         return s->lagging;
+    if (budget < LAG_MIN_BUDGET_MS)
+        return LAG_NO_TIME; /* a query cut short would break s */
     int64_t ms = 0, bytes = 0;
     atomic_fetch_add_explicit(&r->lag_checks, 1, memory_order_relaxed);
     int rc = r->lag(s->conn, budget, &ms, &bytes, err);
@@ -116,7 +124,7 @@ static int on_standby(route_ctx *c, const tether_attempt *a,
         return 1; /* no standby up (or none free in time) */
     int lag = lagging(r, s, budget, &e2);
     if (lag != 0) {
-        if (lag > 0)
+        if (lag == 1)
             atomic_fetch_add_explicit(&r->reads_lagging, 1,
                                       memory_order_relaxed);
         put_back(rp, s, lag > 0 ? 0 : e2.code);

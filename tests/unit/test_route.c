@@ -261,6 +261,31 @@ static void test_lagging_standby_skipped(void **state) {
     teardown(&f);
 }
 
+/* A lag check due with too little time left is not started (a query cut
+ * short would break the connection): the read goes to the primary. */
+static void test_no_time_for_lag_check(void **state) {
+    (void)state;
+    fixture f;
+    setup_route(&f, NULL, 100);
+    f.pool->route->lag = fake_lag;
+    fake_lag_calls = 0;
+    fake_lag_ms = 0;
+    tether_error err = {0};
+    assert_int_equal(
+        tether_pool_run(f.pool, TETHER_READONLY, query, NULL, &err), 0);
+    assert_int_equal(uses(f.standby), 1);
+    f.pool->route->lag_recheck_ms = 0; /* due on every read */
+    assert_int_equal(
+        tether_pool_run_for(f.pool, TETHER_READONLY, 8, query, NULL, &err), 0);
+    assert_int_equal(uses(f.standby), 1);
+    assert_int_equal(uses(f.primary), 1);
+    assert_int_equal(fake_lag_calls, 1);
+    tether_pool_metrics rm = metrics(tether_pool_read_side(f.pool));
+    assert_int_equal(rm.total, 1); /* the standby connection was kept */
+    assert_int_equal(metrics(f.pool).reads_lagging, 0);
+    teardown(&f);
+}
+
 static void test_unrouted_pool_ignores_readonly(void **state) {
     (void)state;
     tether_sim_opts so;
@@ -351,6 +376,7 @@ int main(void) {
         cmocka_unit_test(test_hanging_standby_within_deadline),
         cmocka_unit_test(test_readonly_error_rerouted_once),
         cmocka_unit_test(test_lagging_standby_skipped),
+        cmocka_unit_test(test_no_time_for_lag_check),
         cmocka_unit_test(test_unrouted_pool_ignores_readonly),
         cmocka_unit_test(test_keywords),
     };
