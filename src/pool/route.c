@@ -85,6 +85,10 @@ static int lagging(tether__route *r, tether__slot *s, int64_t budget,
     int rc = r->lag(s->conn, budget, &ms, &bytes, err);
     if (rc < 0) {
         s->lag_conn = NULL;
+        tether__log(r->read->o.log, r->read->o.log_ctx, TETHER_LOG_WARN,
+                    "pool %s: lag query failed (%s: %s): the read goes to "
+                    "the primary",
+                    r->read->name, tether_errname(rc), err->message);
         return rc;
     }
     s->lag_conn = s->conn;
@@ -120,8 +124,14 @@ static int on_standby(route_ctx *c, const tether_attempt *a,
     int64_t budget = read_budget(r, a->timeout_ms);
     tether__slot *s = NULL;
     tether_error e2 = {0};
-    if (tether__pool_take(rp, budget, &s, &e2, "tether_pool_run", 0))
-        return 1; /* no standby up (or none free in time) */
+    if (tether__pool_take(rp, budget, &s, &e2, "tether_pool_run", 0)) {
+        /* no standby up, or none free in time */
+        tether__log(rp->o.log, rp->o.log_ctx, TETHER_LOG_DEBUG,
+                    "pool %s: no standby connection in %lld ms (%s): the "
+                    "read goes to the primary",
+                    rp->name, (long long)budget, e2.message);
+        return 1;
+    }
     int lag = lagging(r, s, budget, &e2);
     if (lag != 0) {
         if (lag == 1)
