@@ -1,7 +1,7 @@
 /* test_routing.c - read/write routing (E2, docs/routing.md) against the
  * real scratch cluster, a primary and a streaming standby:
  *
- *   scripts/pg-cluster run -- test_routing
+ *   scripts/pg-cluster run -- test_routing FAULTPROXY
  *
  * One connection string names both nodes (the standby first, so that a
  * pool that does not route would land there). Read-only work lands on the
@@ -10,7 +10,9 @@
  * as read-only is refused by the standby (25006) and applied once on the
  * primary; a standby whose replay is paused (pg_wal_replay_pause) while the
  * primary writes is skipped; a stopped standby sends reads to the primary
- * within the caller's deadline; a pool that does not route is unchanged.
+ * within the caller's deadline; a pool that does not route is unchanged;
+ * the read side spreads its connections over two standby endpoints (the
+ * standby, and a faultproxy in front of it).
  * The standby is stopped last. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,9 +22,13 @@
 #include <cmocka.h>
 
 #include <libpq-fe.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,6 +37,7 @@
 
 static char base[1024]; /* both nodes, user, password, dbname */
 static int primary_port, standby_port;
+static const char *proxy_bin; /* faultproxy: a second way to the standby */
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -248,6 +255,92 @@ static void test_unrouted_pool_unchanged(void **state) {
     tether_pool_destroy(p);
 }
 
+/* faultproxy in front of the standby: a second standby endpoint. */
+static pid_t proxy_start(int *port) {
+    char target[64];
+    snprintf(target, sizeof(target), "%s:%d", getenv("PGC_HOST"), standby_port);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* gone with a failed test */
+        dup2(fds[1], 1);
+        close(fds[0]);
+        char ctl[128];
+        snprintf(ctl, sizeof(ctl), "/tmp/tether-route-fp-%d.sock",
+                 (int)getppid());
+        unlink(ctl);
+        execl(proxy_bin, proxy_bin, "serve", "--listen", "0", "--target",
+              target, "--control", ctl, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[64] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    assert_int_equal(sscanf(line, "port %d", port), 1);
+    return pid;
+}
+
+/* Connections made, by the port they reached. */
+static pthread_mutex_t ok_lock = PTHREAD_MUTEX_INITIALIZER;
+static int ok_at[3], ok_ports[3];
+
+static void count_ok(void *ctx, const tether_connect_event *ev) {
+    (void)ctx;
+    pthread_mutex_lock(&ok_lock);
+    for (int i = 0; i < 3 && ev->phase == TETHER_PHASE_OK; i++)
+        ok_at[i] += ev->port == ok_ports[i];
+    pthread_mutex_unlock(&ok_lock);
+}
+
+/* The read side spreads over the standbys: with two standby endpoints
+ * (the standby, and the proxy to it), its 16 connections land on both,
+ * and none on the primary; the write side's only there. */
+static void test_read_side_spreads(void **state) {
+    (void)state;
+    int pport = 0;
+    pid_t px = proxy_start(&pport);
+    char ci[2048];
+    snprintf(ci, sizeof(ci),
+             "host=%s,%s,%s port=%d,%d,%d user=%s password=%s dbname=%s "
+             "tether_route=read-write-split tether_pool_min=16 "
+             "tether_pool_max=16",
+             getenv("PGC_HOST"), getenv("PGC_HOST"), getenv("PGC_HOST"),
+             primary_port, standby_port, pport, getenv("PGC_USER"),
+             getenv("PGC_PASSWORD"), getenv("PGC_DB"));
+    ok_ports[0] = primary_port;
+    ok_ports[1] = standby_port;
+    ok_ports[2] = pport;
+    memset(ok_at, 0, sizeof(ok_at));
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    if (tether_pool_open(&p, ci, count_ok, NULL, &err))
+        fail_msg("pool: %s", err.message);
+    tether_pool *r = tether_pool_read_side(p);
+    for (int i = 0; i < 200 && (metrics(r).idle < 16 || metrics(p).idle < 16);
+         i++)
+        sleep_ms(50);
+    pthread_mutex_lock(&ok_lock);
+    int at[3] = {ok_at[0], ok_at[1], ok_at[2]};
+    pthread_mutex_unlock(&ok_lock);
+    print_message("connections: primary %d, standby %d, proxy to the standby "
+                  "%d\n",
+                  at[0], at[1], at[2]);
+    assert_int_equal(metrics(r).idle, 16);
+    assert_int_equal(at[0], 16);         /* the write side */
+    assert_int_equal(at[1] + at[2], 16); /* the read side */
+    assert_true(at[1] > 0 && at[2] > 0);
+    assert_int_equal(run_where(p, TETHER_READONLY, 5000).standby, 1);
+    tether_pool_destroy(p);
+    kill(px, SIGTERM);
+    waitpid(px, NULL, 0);
+    char ctl[128];
+    snprintf(ctl, sizeof(ctl), "/tmp/tether-route-fp-%d.sock", (int)getpid());
+    unlink(ctl);
+}
+
 static void test_standby_stopped_reads_on_primary(void **state) {
     (void)state;
     tether_pool *p = open_pool("tether_route=read-write-split");
@@ -270,11 +363,13 @@ static void test_standby_stopped_reads_on_primary(void **state) {
     tether_pool_destroy(p);
 }
 
-int main(void) {
-    if (!getenv("PRIMARY_PORT") || !getenv("PGC_CTL")) {
-        fprintf(stderr, "run through scripts/pg-cluster run --\n");
+int main(int argc, char **argv) {
+    if (argc < 2 || !getenv("PRIMARY_PORT") || !getenv("PGC_CTL")) {
+        fprintf(stderr, "usage: scripts/pg-cluster run -- test_routing "
+                        "FAULTPROXY\n");
         return 2;
     }
+    proxy_bin = argv[1];
     primary_port = atoi(getenv("PRIMARY_PORT"));
     standby_port = atoi(getenv("STANDBY_PORT"));
     snprintf(base, sizeof(base),
@@ -287,6 +382,7 @@ int main(void) {
         cmocka_unit_test(test_write_as_readonly_rerouted_once),
         cmocka_unit_test(test_lagging_standby_skipped),
         cmocka_unit_test(test_unrouted_pool_unchanged),
+        cmocka_unit_test(test_read_side_spreads),
         cmocka_unit_test(test_standby_stopped_reads_on_primary),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
