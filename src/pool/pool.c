@@ -1086,8 +1086,8 @@ static void wake_all_closed(tether_pool *p) {
 int tether_pool_close(tether_pool *p, int64_t wait_ms, tether_error *err) {
     if (!p)
         return tether__null(err, "tether_pool_close", "p");
-    if (p->route) /* the read side closes with its pool */
-        tether_pool_close(p->route->read, wait_ms, NULL);
+    if (p->route) /* the read side first, within the same wait_ms */
+        wait_ms = tether__route_close(p, wait_ms);
     atomic_store(&p->closing, 1);
     atomic_fetch_add(&p->gen, 1); /* what the fast path finds is stale */
     wake_all_closed(p);

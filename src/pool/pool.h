@@ -398,6 +398,10 @@ int tether__route_attach(tether_pool *w, tether_pool *read,
 int tether__route_run(tether_pool *p, unsigned flags, int64_t timeout_ms,
                       tether_work_fn fn, void *arg, tether_error *err);
 
+/* tether__route_close closes p's read side within wait_ms (-1: forever)
+ * and returns what is left of wait_ms for the rest of the close. */
+int64_t tether__route_close(tether_pool *p, int64_t wait_ms);
+
 /* tether__route_free destroys p's read side and routing state (NULL
  * route: nothing). */
 void tether__route_free(tether_pool *p);

@@ -43,6 +43,15 @@ void tether__route_free(tether_pool *p) {
     p->route = NULL;
 }
 
+int64_t tether__route_close(tether_pool *p, int64_t wait_ms) {
+    int64_t t0 = tether__mono_ns();
+    tether_pool_close(p->route->read, wait_ms, NULL);
+    if (wait_ms < 0)
+        return wait_ms;
+    int64_t used = (tether__mono_ns() - t0) / TETHER__NS_PER_MS;
+    return used < wait_ms ? wait_ms - used : 0;
+}
+
 tether_pool *tether_pool_read_side(const tether_pool *p) {
     return p && p->route ? p->route->read : NULL;
 }

@@ -286,6 +286,28 @@ static void test_no_time_for_lag_check(void **state) {
     teardown(&f);
 }
 
+/* Closing a routing pool closes both sides within the one wait_ms. */
+static void test_close_both_sides_in_one_wait(void **state) {
+    (void)state;
+    fixture f;
+    setup_route(&f, NULL, -1);
+    tether_error err = {0};
+    tether_lease *w = NULL, *r = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &w, &err), 0);
+    assert_int_equal(
+        tether_pool_acquire(tether_pool_read_side(f.pool), 1000, &r, &err), 0);
+    int64_t t0 = now_ms();
+    assert_int_equal(tether_pool_close(f.pool, 200, &err), TETHER_ETIMEDOUT);
+    int64_t took = now_ms() - t0;
+    assert_true(took >= 190 && took < 350); /* not 200 for each side */
+    assert_int_equal(
+        tether_pool_run(f.pool, TETHER_READONLY, query, NULL, &err),
+        TETHER_ECLOSED);
+    tether_lease_release(w);
+    tether_lease_release(r);
+    teardown(&f);
+}
+
 static void test_unrouted_pool_ignores_readonly(void **state) {
     (void)state;
     tether_sim_opts so;
@@ -377,6 +399,7 @@ int main(void) {
         cmocka_unit_test(test_readonly_error_rerouted_once),
         cmocka_unit_test(test_lagging_standby_skipped),
         cmocka_unit_test(test_no_time_for_lag_check),
+        cmocka_unit_test(test_close_both_sides_in_one_wait),
         cmocka_unit_test(test_unrouted_pool_ignores_readonly),
         cmocka_unit_test(test_keywords),
     };
