@@ -1039,8 +1039,9 @@ TETHER_API int tether_pool_open(tether_pool **out, const char *conninfo,
  * TETHER_ECLOSED), closes idle connections and waits up to wait_ms (-1 =
  * forever; below -1 is taken as forever, longer than
  * TETHER_DURATION_MAX_MS is capped at it) for leases to come back, closing
- * each as it returns. Returns 0, or TETHER_ETIMEDOUT with leases still out
- * (they close when released). */
+ * each as it returns (a routing pool: its read side first, both within
+ * wait_ms). Returns 0, or TETHER_ETIMEDOUT with leases still out (they
+ * close when released). */
 TETHER_API int tether_pool_close(tether_pool *p, int64_t wait_ms,
                                  tether_error *err);
 
