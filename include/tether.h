@@ -695,6 +695,10 @@ TETHER_API int tether_retry_create(tether_retry **out,
 TETHER_API void tether_retry_destroy(tether_retry *r);
 
 #define TETHER_IDEMPOTENT 1u /* run flag: the work may be repeated safely */
+/* Run flag (tether_pool_run): the work only reads. A routing pool sends it
+ * to a standby (docs/routing.md); other pools, and tether_retry_run,
+ * ignore it. */
+#define TETHER_READONLY 2u
 
 /* tether_retry_run calls fn until it succeeds or the policy stops: a
  * permanent failure, max attempts, the deadline (no pause or attempt is
@@ -1044,8 +1048,9 @@ TETHER_API int tether_pool_open(tether_pool **out, const char *conninfo,
  * TETHER_ECLOSED), closes idle connections and waits up to wait_ms (-1 =
  * forever; below -1 is taken as forever, longer than
  * TETHER_DURATION_MAX_MS is capped at it) for leases to come back, closing
- * each as it returns. Returns 0, or TETHER_ETIMEDOUT with leases still out
- * (they close when released). */
+ * each as it returns (a routing pool: its read side first, both within
+ * wait_ms). Returns 0, or TETHER_ETIMEDOUT with leases still out (they
+ * close when released). */
 TETHER_API int tether_pool_close(tether_pool *p, int64_t wait_ms,
                                  tether_error *err);
 
@@ -1099,7 +1104,11 @@ typedef int (*tether_work_fn)(void *handle, void *arg,
  * retrying transient failures under the pool's retry policy: idempotent
  * work (TETHER_IDEMPOTENT in flags) is retried; other work only when it
  * surely never reached the server. A broken connection is discarded, never
- * returned to the pool. */
+ * returned to the pool. With TETHER_READONLY in flags, a routing pool
+ * (tether_route=read-write-split, docs/routing.md) runs the work on a
+ * standby, or on the primary when no standby is up or within the lag
+ * bound, and re-runs it once on the primary when the standby refuses it as
+ * a write (TETHER_EREADONLY). */
 TETHER_API int tether_pool_run(tether_pool *p, unsigned flags,
                                tether_work_fn fn, void *arg, tether_error *err);
 
@@ -1135,6 +1144,16 @@ typedef struct tether_pool_metrics {
     uint64_t hist_sum_us;    /* of timed acquires */
     uint64_t stale_releases; /* releases and discards refused: the lease
                                 was released or discarded before */
+    /* Read/write routing (docs/routing.md); 0 on a pool that does not
+     * route. The read side's own metrics: tether_pool_read_side. */
+    uint64_t reads_standby;     /* TETHER_READONLY work done on a standby */
+    uint64_t reads_primary;     /* ... sent to the primary instead: no
+                                   standby up, or every one lagging */
+    uint64_t reads_lagging;     /* ... of those, because the standby's
+                                   connection lagged beyond the bound */
+    uint64_t readonly_reroutes; /* work a standby refused as read-only
+                                   (25006), re-run on the primary */
+    uint64_t lag_checks;        /* lag queries run on standbys */
 } tether_pool_metrics;
 
 /* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds
@@ -1162,6 +1181,12 @@ TETHER_API size_t tether_pool_bytes_per_conn(void);
  * calls as counters grow). */
 TETHER_API size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf,
                                                  size_t size);
+
+/* tether_pool_read_side returns the read side of a routing pool (the pool
+ * of standby connections that TETHER_READONLY work goes to, named
+ * "NAME:read"), for its metrics; NULL for a pool that does not route. Owned
+ * by p: never destroy it. */
+TETHER_API tether_pool *tether_pool_read_side(const tether_pool *p);
 
 /* tether_pool_name returns p's name, its label in metrics and logs
  * (tether_pool_opts.name, tether_pool_name in a connection string, or the

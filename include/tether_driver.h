@@ -122,8 +122,14 @@ struct tether_driver {
     /* 1 when the connector should resolve host names itself (within the
      * attempt's budget) and pass numeric addresses in hostaddr. */
     int resolve_names;
+    /* Optional. The replication lag of the server conn is on, with a round
+     * trip within timeout_ms: 0 with *lag_ms (replay delay) and *lag_bytes
+     * (received but not replayed) set, both 0 on a primary; or a negative
+     * error. Read/write routing skips standbys lagging beyond its bound. */
+    int (*lag)(void *conn, int64_t timeout_ms, int64_t *lag_ms,
+               int64_t *lag_bytes, tether_error *err);
     /* Room for later operations: leave zero. */
-    void (*reserved_[6])(void);
+    void (*reserved_[5])(void);
 };
 
 /* ------------------------------------------------------------------------ */

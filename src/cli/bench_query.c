@@ -11,8 +11,13 @@
  *   --mode acquire  tether_pool_acquire, PQexec, tether_lease_release; the
  *                   wait is the acquire call alone.
  *
+ * --read-only runs the work with TETHER_READONLY through a routing pool
+ * (tether_route=read-write-split appended): reads go to the standbys, and
+ * each node is asked for its share (bench_nodes.c).
+ *
  * The peers (bench/peers/query_*.c) print the same JSON line;
  * bench/run-query runs them all side by side. */
+#include "bench_nodes.h"
 #include "cli.h"
 #include "hist.h"
 
@@ -30,6 +35,7 @@ typedef struct query_opts {
     bench_opts b; /* --threads, --pool, --seconds, --json */
     const char *conninfo;
     int run_mode;
+    int read_only; /* --read-only: TETHER_READONLY through routing */
 } query_opts;
 
 typedef struct qworker {
@@ -96,8 +102,10 @@ static void *qworker_main(void *arg) {
         uint64_t t0 = qnow(), tw;
         if (w->o->run_mode) {
             w->work_start = 0;
-            rc =
-                tether_pool_run(w->p, TETHER_IDEMPOTENT, work_select1, w, &err);
+            rc = tether_pool_run(w->p,
+                                 TETHER_IDEMPOTENT |
+                                     (w->o->read_only ? TETHER_READONLY : 0),
+                                 work_select1, w, &err);
             tw = w->work_start; /* 0: the work never started */
         } else {
             tether_lease *l;
@@ -125,21 +133,35 @@ static void *qworker_main(void *arg) {
     return NULL;
 }
 
-/* conninfo plus tether_pool_min=P tether_pool_max=P, in the string's own
- * form (key=value pairs or a postgresql:// URI). */
-static char *pool_conninfo(const char *ci, int pool) {
-    size_t n = strlen(ci) + 80;
+/* The application_name of the bench's connections with --read-only, by
+ * which the nodes count them. */
+#define BENCH_APP "tether-bench-query"
+
+/* conninfo plus tether_pool_min=P tether_pool_max=P (and, read_only, the
+ * routing keyword unless the string has it, and the application name), in
+ * the string's own form (key=value pairs or a postgresql:// URI). */
+static char *pool_conninfo(const char *ci, int pool, int read_only) {
+    size_t n = strlen(ci) + 200;
     char *s = malloc(n);
     if (!s)
         return NULL;
     int uri =
         !strncmp(ci, "postgresql://", 13) || !strncmp(ci, "postgres://", 11);
+    char sep = uri ? '&' : ' ';
+    char route[128] = "";
+    if (read_only)
+        snprintf(route, sizeof(route), "%capplication_name=" BENCH_APP "%s",
+                 sep,
+                 strstr(ci, "tether_route")
+                     ? ""
+                     : (uri ? "&tether_route=read-write-split"
+                            : " tether_route=read-write-split"));
     if (uri)
-        snprintf(s, n, "%s%ctether_pool_min=%d&tether_pool_max=%d", ci,
-                 strchr(ci, '?') ? '&' : '?', pool, pool);
+        snprintf(s, n, "%s%ctether_pool_min=%d&tether_pool_max=%d%s", ci,
+                 strchr(ci, '?') ? '&' : '?', pool, pool, route);
     else
-        snprintf(s, n, "%s tether_pool_min=%d tether_pool_max=%d", ci, pool,
-                 pool);
+        snprintf(s, n, "%s tether_pool_min=%d tether_pool_max=%d%s", ci, pool,
+                 pool, route);
     return s;
 }
 
@@ -166,6 +188,8 @@ typedef struct query_result {
     double cpu_us_per_op; /* this process's CPU time (user + system) per op */
     int pool;             /* the pool's max_size as opened */
     uint64_t ops, errors, retries;
+    uint64_t reads_standby, reads_primary; /* --read-only: routing */
+    bench_nodes nodes;                     /* --read-only: per node */
     lat_hist op, wait;
     char first_error[TETHER_MSG_MAX + 32];
 } query_result;
@@ -177,13 +201,28 @@ static double cpu_us(void) {
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+/* Fills the read side of a routing pool, when its standbys answer (else
+ * reads go to the primary: said, not fatal). */
+static void warm_read_side(tether_pool *p) {
+    tether_pool *r = tether_pool_read_side(p);
+    tether_error err;
+    tether_error_clear(&err);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(r, &m); /* NULL: zeros */
+    if (r && warm_up(r, m.max_size, &err) != 0)
+        fprintf(stderr,
+                "tether " CMD ": no standby connection (%s): reads go to "
+                "the primary\n",
+                err.message[0] ? err.message : tether_strerror(err.code));
+}
+
 /* Opens the pool of o->b.pool connections and fills it (its size, which
  * the connection string may cap, in *size); NULL, with the reason printed,
  * when it cannot. */
 static tether_pool *open_pool(const query_opts *o, int *size) {
     tether_error err;
     tether_error_clear(&err);
-    char *ci = pool_conninfo(o->conninfo, o->b.pool);
+    char *ci = pool_conninfo(o->conninfo, o->b.pool, o->read_only);
     tether_pool *p = NULL;
     int rc = ci ? tether_pool_open(&p, ci, NULL, NULL, &err) : TETHER_ENOMEM;
     free(ci);
@@ -197,6 +236,8 @@ static tether_pool *open_pool(const query_opts *o, int *size) {
                     *size, o->b.pool);
         rc = warm_up(p, *size, &err);
     }
+    if (rc == 0 && o->read_only)
+        warm_read_side(p);
     if (rc == 0)
         return p;
     fprintf(stderr, "tether " CMD ": %s\n",
@@ -277,6 +318,8 @@ static int run_query(const query_opts *o, query_result *r) {
     if (!p)
         return -1;
     tether_pool_metrics m0, m1;
+    if (o->read_only && bench_nodes_find(o->conninfo, &r->nodes) == 0)
+        bench_nodes_snapshot(&r->nodes, BENCH_APP, 0);
     tether_pool_metrics_get(p, &m0);
     qworker *ws = start_workers(p, o);
     if (!ws) {
@@ -286,11 +329,56 @@ static int run_query(const query_opts *o, query_result *r) {
     }
     double cpu = run_window(ws, o, r);
     tether_pool_metrics_get(p, &m1);
+    if (r->nodes.n) /* the bench's backends, still connected */
+        bench_nodes_snapshot(&r->nodes, BENCH_APP, 1);
     tether_pool_destroy(p);
+    if (r->nodes.n) { /* the backends are gone: their counts are in */
+        sleep_ms(300);
+        bench_nodes_snapshot(&r->nodes, BENCH_APP, 2);
+    }
     collect(ws, (size_t)o->b.threads, cpu, r);
     r->retries = m1.retries - m0.retries;
+    r->reads_standby = m1.reads_standby - m0.reads_standby;
+    r->reads_primary = m1.reads_primary - m0.reads_primary;
     free(ws);
     return 0;
+}
+
+/* --read-only: where the reads went, by the pool and by each node. */
+static void print_nodes(const query_opts *o, const query_result *r) {
+    if (o->b.json) {
+        printf(",\"read_only\":true,\"reads_standby\":%llu,"
+               "\"reads_primary\":%llu,\"nodes\":[",
+               (unsigned long long)r->reads_standby,
+               (unsigned long long)r->reads_primary);
+        for (int i = 0; i < r->nodes.n; i++) {
+            const bench_node *n = &r->nodes.node[i];
+            printf("%s{\"host\":\"%s\",\"port\":\"%s\",\"up\":%s,"
+                   "\"role\":\"%s\",\"xact_commit\":%lld,"
+                   "\"backends\":%lld}",
+                   i ? "," : "", n->host[0] ? n->host : n->addr, n->port,
+                   n->up ? "true" : "false",
+                   n->up ? (n->standby ? "standby" : "primary") : "unknown",
+                   n->xacts, n->backends);
+        }
+        printf("]");
+        return;
+    }
+    printf("  routing: %llu reads on a standby, %llu on the primary\n",
+           (unsigned long long)r->reads_standby,
+           (unsigned long long)r->reads_primary);
+    for (int i = 0; i < r->nodes.n; i++) {
+        const bench_node *n = &r->nodes.node[i];
+        if (!n->up) {
+            printf("  node %s:%s: not reached\n",
+                   n->host[0] ? n->host : n->addr, n->port);
+            continue;
+        }
+        printf("  node %s:%s (%s): %lld transactions committed "
+               "(pg_stat_database), %lld bench backends (pg_stat_activity)\n",
+               n->host[0] ? n->host : n->addr, n->port,
+               n->standby ? "standby" : "primary", n->xacts, n->backends);
+    }
 }
 
 static void print_query(const query_opts *o, const query_result *r) {
@@ -303,11 +391,14 @@ static void print_query(const query_opts *o, const query_result *r) {
                "\"ops_per_sec\":%.0f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
                "\"max_us\":%.1f,\"errors\":%llu,\"retries\":%llu,"
                "\"p50_wait_us\":%.1f,\"p99_wait_us\":%.1f,"
-               "\"max_wait_us\":%.1f,\"cpu_us_per_op\":%.2f}\n",
+               "\"max_wait_us\":%.1f,\"cpu_us_per_op\":%.2f",
                mode, o->b.threads, r->pool, (double)o->b.seconds_ms / 1000.0,
                r->ops_per_sec, op.p50, op.p99, op.max,
                (unsigned long long)r->errors, (unsigned long long)r->retries,
                wait.p50, wait.p99, wait.max, r->cpu_us_per_op);
+        if (o->read_only)
+            print_nodes(o, r);
+        printf("}\n");
     } else {
         printf("query (tether, mode %s): %d threads, pool %d, %.1f s: "
                "%.0f SELECT 1/s (%llu ops)\n",
@@ -321,6 +412,8 @@ static void print_query(const query_opts *o, const query_result *r) {
         printf("  %llu errors, %llu retries; client CPU %.2f us per op\n",
                (unsigned long long)r->errors, (unsigned long long)r->retries,
                r->cpu_us_per_op);
+        if (o->read_only)
+            print_nodes(o, r);
     }
     if (r->errors)
         fprintf(stderr, "tether " CMD ": first error: %s\n", r->first_error);
@@ -331,7 +424,8 @@ static void query_usage(FILE *f) {
     fprintf(f,
             "usage: tether bench query --conninfo C [--threads T] [--pool P] "
             "[--seconds S]\n"
-            "                          [--mode run|acquire] [--json]\n\n"
+            "                          [--mode run|acquire] [--read-only] "
+            "[--json]\n\n"
             "SELECT 1 through a tether pool against PostgreSQL: T threads "
             "(default 8)\nloop acquire, SELECT 1, release on a pool of P "
             "connections (default 8)\nfor S seconds (default 5). The pool "
@@ -342,19 +436,29 @@ static void query_usage(FILE *f) {
             "                  wait = call to start of the work function\n"
             "  --mode acquire  tether_pool_acquire + PQexec + "
             "tether_lease_release;\n"
-            "                  wait = the acquire call\n\n"
+            "                  wait = the acquire call\n"
+            "  --read-only     run the work as TETHER_READONLY through "
+            "read/write routing\n"
+            "                  (tether_route=read-write-split appended): "
+            "reads go to the\n"
+            "                  standbys; prints the reads per side and, per "
+            "node of C,\n"
+            "                  its role, transactions committed "
+            "(pg_stat_database) and\n"
+            "                  the bench's backends (pg_stat_activity)\n\n"
             "Prints ops/s, per-operation latency p50/p99/max and acquire "
             "wait in\nmicroseconds, errors, retries (tether_pool_run's) and "
             "this process's CPU time\nper operation. Side by side with the "
             "peers: bench/run-query.\n");
 }
 
-enum { OPT_CONNINFO = BENCH_OPT_OWN, OPT_MODE };
+enum { OPT_CONNINFO = BENCH_OPT_OWN, OPT_MODE, OPT_READ_ONLY };
 
 static const struct option query_opts_table[] = {
     BENCH_OPTIONS,
     {"conninfo", required_argument, NULL, OPT_CONNINFO},
     {"mode", required_argument, NULL, OPT_MODE},
+    {"read-only", no_argument, NULL, OPT_READ_ONLY},
     {NULL, 0, NULL, 0}};
 
 /* The options with a word for a value: --conninfo, --mode. */
@@ -379,6 +483,10 @@ static int take_opt(void *ctx, int opt, const char *v) {
     query_opts *o = ctx;
     if (opt == OPT_CONNINFO || opt == OPT_MODE)
         return take_text(o, opt, v);
+    if (opt == OPT_READ_ONLY) {
+        o->read_only = 1;
+        return 0;
+    }
     return bench_take_opt(CMD, &o->b, opt, v);
 }
 
@@ -388,18 +496,24 @@ int cli_bench_query(int argc, char **argv) {
         query_usage(stdout);
         return CLI_OK;
     }
-    query_opts o = {{8, 8, 5000, 0}, NULL, 1};
+    query_opts o = {{8, 8, 5000, 0}, NULL, 1, 0};
     if (cli_parse_opts(CMD, argc, argv, query_opts_table, take_opt, &o))
         return CLI_USAGE;
     if (!o.conninfo)
         return cli_usage_error(CMD, "--conninfo is required");
+    if (o.read_only && !o.run_mode)
+        return cli_usage_error(CMD, "--read-only needs --mode run (routing "
+                                    "is tether_pool_run's)");
     query_result *r = malloc(sizeof(*r));
     if (!r || run_query(&o, r)) {
+        if (r)
+            bench_nodes_free(&r->nodes);
         free(r);
         return CLI_FAIL;
     }
     print_query(&o, r);
     int rc = r->ops == 0 ? CLI_FAIL : CLI_OK;
+    bench_nodes_free(&r->nodes);
     free(r);
     return rc;
 }

@@ -50,6 +50,11 @@ static const kw_kind tether_keywords[] = {
     {"tether_reset_query", TETHER__KW_POOL},
     {"tether_retry", TETHER__KW_POOL},
     {"tether_breaker", TETHER__KW_POOL},
+    {"tether_route", TETHER__KW_POOL},
+    {"tether_read_pool_max", TETHER__KW_POOL},
+    {"tether_max_standby_lag", TETHER__KW_POOL},
+    {"tether_lag_recheck", TETHER__KW_POOL},
+    {"tether_read_wait", TETHER__KW_POOL},
 };
 
 #define NTETHER (sizeof(tether_keywords) / sizeof(tether_keywords[0]))

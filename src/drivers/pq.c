@@ -1069,6 +1069,38 @@ int tether__pq_query_role(void *conn, int64_t timeout_ms, tether_error *err) {
     return c->queried_role;
 }
 
+/* The lag query: "MS BYTES". The replay delay is counted only while WAL
+ * received waits to be replayed: on an idle primary the last replayed
+ * transaction grows old without the standby lagging. */
+static const char lag_sql[] =
+    "SELECT CASE WHEN NOT pg_is_in_recovery() THEN '0 0' ELSE "
+    "(CASE WHEN pg_last_wal_receive_lsn() IS NOT NULL AND "
+    "pg_last_wal_receive_lsn() <= pg_last_wal_replay_lsn() THEN 0 ELSE "
+    "COALESCE((extract(epoch FROM now() - pg_last_xact_replay_timestamp()) "
+    "* 1000)::bigint, 0) END)::text || ' ' || "
+    "COALESCE(pg_wal_lsn_diff(pg_last_wal_receive_lsn(), "
+    "pg_last_wal_replay_lsn()), 0)::bigint::text END";
+
+static int pq_lag(void *conn, int64_t timeout_ms, int64_t *lag_ms,
+                  int64_t *lag_bytes, tether_error *err) {
+    pq_conn *c = conn;
+    char val[64] = "";
+    pq_run run = {0, val, sizeof(val)};
+    PGTransactionStatusType ts;
+    int rc = usable(c, "lag query", &ts, err);
+    if (rc == 0)
+        rc = run_query(c, lag_sql, "lag query", timeout_ms, &run, err);
+    if (rc < 0)
+        return rc;
+    long long ms, bytes;
+    if (sscanf(val, "%lld %lld", &ms, &bytes) != 2)
+        return tether_error_set(err, TETHER_EQUERY, TETHER_CLASS_PERMANENT,
+                                "lag query on %s: unexpected answer", c->label);
+    *lag_ms = ms < 0 ? 0 : ms;
+    *lag_bytes = bytes < 0 ? 0 : bytes;
+    return 0;
+}
+
 /* The connector's parameters: the connection string's libpq keywords, and
  * target_session_attrs=any, since tether judges roles itself: libpq must
  * not apply PGTARGETSESSIONATTRS on its own. */
@@ -1114,6 +1146,7 @@ static const tether_driver pq_driver = {
     .role = pq_role,
     .query_role = tether__pq_query_role,
     .resolve_names = 1,
+    .lag = pq_lag,
 };
 
 const tether_driver *tether_driver_pq(void) {

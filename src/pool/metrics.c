@@ -44,6 +44,16 @@ static void count_slots(tether_pool *p, tether_pool_metrics *m) {
         m->acquires += m->hist[i]; /* every acquire is in one bucket */
 }
 
+static void route_metrics(tether__route *r, tether_pool_metrics *m) {
+    if (!r)
+        return;
+    m->reads_standby = atomic_load(&r->reads_standby);
+    m->reads_primary = atomic_load(&r->reads_primary);
+    m->reads_lagging = atomic_load(&r->reads_lagging);
+    m->readonly_reroutes = atomic_load(&r->reroutes);
+    m->lag_checks = atomic_load(&r->lag_checks);
+}
+
 static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     memset(m, 0, sizeof(*m));
     for (int i = 0; i < TETHER_HIST_BUCKETS; i++)
@@ -78,6 +88,7 @@ static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     m->retries = rs.retries;
     m->breaker_state = p->breaker ? tether_breaker_state_get(p->breaker)
                                   : TETHER_BREAKER_CLOSED;
+    route_metrics(p->route, m);
 }
 
 /* ---- Prometheus text format --------------------------------------------- */
@@ -148,7 +159,8 @@ static void counter(out *o, const char *l, const char *name, const char *help,
          (unsigned long long)v);
 }
 
-static void counters(out *o, const char *l, const tether_pool_metrics *m) {
+static void counters(out *o, const char *l, const tether_pool_metrics *m,
+                     const tether__route *r) {
     counter(o, l, "acquires_total", "Connections handed out.", m->acquires);
     counter(o, l, "created_total", "Connections created.", m->created);
     counter(o, l, "connect_failures_total", "Connection creations that failed.",
@@ -176,6 +188,22 @@ static void counters(out *o, const char *l, const tether_pool_metrics *m) {
     counter(o, l, "stale_releases_total",
             "Releases and discards refused: the lease was already ended.",
             m->stale_releases);
+    if (!r) /* read/write routing: on routing pools only */
+        return;
+    counter(o, l, "reads_standby_total",
+            "TETHER_READONLY work done on a standby.", m->reads_standby);
+    counter(o, l, "reads_primary_total",
+            "TETHER_READONLY work sent to the primary: no standby up, or "
+            "lagging.",
+            m->reads_primary);
+    counter(o, l, "reads_lagging_total",
+            "TETHER_READONLY work sent to the primary: the standby lagged.",
+            m->reads_lagging);
+    counter(o, l, "readonly_reroutes_total",
+            "Work a standby refused as a write, re-run on the primary.",
+            m->readonly_reroutes);
+    counter(o, l, "lag_checks_total", "Lag queries run on standbys.",
+            m->lag_checks);
 }
 
 static void histogram(out *o, const char *l, const tether_pool_metrics *m) {
@@ -216,7 +244,7 @@ size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf, size_t size) {
     if (buf && size)
         buf[0] = '\0';
     gauges(&o, l, &m);
-    counters(&o, l, &m);
+    counters(&o, l, &m, p->route);
     histogram(&o, l, &m);
     return o.len;
 }

@@ -31,6 +31,53 @@ static int check_name(void *base, const char *key, const char *v,
     return tether__conninfo_name_check(key, v, err);
 }
 
+/* A size of WAL: digits and a unit B, kB, MB or GB (1024-based, as
+ * PostgreSQL's memory units). Returns 0 with *bytes set, or -1. */
+static int parse_size(const char *v, int64_t *bytes) {
+    static const struct {
+        const char *unit;
+        int64_t mult;
+    } units[] = {{"B", 1},
+                 {"kB", 1024},
+                 {"MB", 1024 * 1024},
+                 {"GB", 1024LL * 1024 * 1024}};
+    char *end;
+    if (*v < '0' || *v > '9')
+        return -1;
+    long long n = strtoll(v, &end, 10);
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+        if (!strcmp(end, units[i].unit) && n <= INT64_MAX / units[i].mult) {
+            *bytes = n * units[i].mult;
+            return 0;
+        }
+    return -1;
+}
+
+/* tether_max_standby_lag: a duration (replay delay), a size of WAL
+ * (received, not replayed), or off. */
+static int set_lag(void *base, const char *key, const char *v,
+                   tether_error *err) {
+    tether__route_keys *r = &((pool_keys *)base)->route;
+    int64_t n;
+    r->max_lag_ms = r->max_lag_bytes = -1;
+    if (!strcmp(v, "off"))
+        return 0;
+    if (parse_size(v, &n) == 0) {
+        r->max_lag_bytes = n;
+        return 0;
+    }
+    if (tether_duration_parse(v, &n) == 0) {
+        r->max_lag_ms = n;
+        return 0;
+    }
+    return tether__conninfo_bad_value(key, v,
+                                      "want a duration (500ms, 5s), a size "
+                                      "of WAL (64kB, 16MB, 1GB) or off",
+                                      err);
+}
+
+static const char *const route_names[] = {"none", "read-write-split", NULL};
+
 #define PK(f) offsetof(pool_keys, f)
 #define OPT(f) offsetof(pool_keys, o.f)
 
@@ -55,19 +102,45 @@ static const tether__keydef pool_keys_defs[] = {
     TETHER__KD("tether_reset_query", TETHER__KD_STR, PK(reset_query)),
     TETHER__KD_CALL("tether_retry", set_policy),
     TETHER__KD_CALL("tether_breaker", set_policy),
+    TETHER__KD_NAMES("tether_route", PK(route.on), route_names),
+    TETHER__KD_RANGE("tether_read_pool_max", TETHER__KD_INT, PK(route.read_max),
+                     1, 100000),
+    TETHER__KD_CALL("tether_max_standby_lag", set_lag),
+    TETHER__KD("tether_lag_recheck", TETHER__KD_MS, PK(route.lag_recheck_ms)),
+    TETHER__KD("tether_read_wait", TETHER__KD_MS, PK(route.read_wait_ms)),
     TETHER__KD_END};
+
+/* route_check refuses routing keywords without tether_route. */
+static int route_check(const tether__conninfo *ci, const pool_keys *k,
+                       tether_error *err) {
+    static const char *const keys[] = {
+        "tether_read_pool_max", "tether_max_standby_lag", "tether_lag_recheck",
+        "tether_read_wait"};
+    for (size_t i = 0; !k->route.on && i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (tether__conninfo_get(ci, keys[i]))
+            return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                                    "connection string: %s needs "
+                                    "tether_route=read-write-split",
+                                    keys[i]);
+    return 0;
+}
 
 int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
                             tether_error *err) {
     memset(k, 0, sizeof(*k));
     tether_pool_opts_init(&k->o);
     k->pooling = 1;
+    k->route.max_lag_ms = k->route.max_lag_bytes = -1;
+    k->route.lag_recheck_ms = 1000;
+    k->route.read_wait_ms = 1000;
     tether__conninfo ci;
     int rc = tether__conninfo_parse(conninfo, &ci, err);
     for (size_t i = 0; rc == 0 && i < ci.n; i++)
         if (tether__conninfo_kind(ci.kv[i].key) == TETHER__KW_POOL)
             rc = tether__keydefs_apply(pool_keys_defs, k, ci.kv[i].key,
                                        ci.kv[i].val, err);
+    if (rc == 0)
+        rc = route_check(&ci, k, err);
     if (rc == 0)
         rc = tether__conninfo_pool_name(&ci, &k->name, err);
     tether__conninfo_free(&ci);
@@ -105,6 +178,83 @@ static int open_connector(const char *conninfo, tether_event_fn on_event,
     return tether_connector_create(c, &co, err);
 }
 
+/* side_conninfo returns conninfo (any form) as key=value pairs with
+ * extra appended (the last of a keyword wins), malloc'd; NULL when out of
+ * memory or unparsable (err set). */
+static char *side_conninfo(const char *conninfo, const char *extra,
+                           tether_error *err) {
+    tether__conninfo ci;
+    char *s = NULL;
+    if (tether__conninfo_parse(conninfo, &ci, err) == 0) {
+        size_t n = tether__conninfo_format(&ci, 0, NULL, 0);
+        size_t m = strlen(extra);
+        s = tether__malloc(n + m + 2);
+        if (s) {
+            tether__conninfo_format(&ci, 0, s, n + 1);
+            s[n] = ' ';
+            memcpy(s + n + 1, extra, m + 1);
+        } else {
+            tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT, NULL);
+        }
+    }
+    tether__conninfo_free(&ci);
+    return s;
+}
+
+/* open_side makes one side of a routing pool (or a plain pool, extra
+ * NULL): its connector from conninfo with extra appended, then the pool. */
+static int open_side(tether_pool **out, const char *conninfo, const char *extra,
+                     tether_pool_opts *o, tether_event_fn on_event,
+                     void *event_ctx, tether_error *err) {
+    char *ci = extra ? side_conninfo(conninfo, extra, err) : NULL;
+    tether_connector *c = NULL;
+    int rc = extra && !ci ? (err && err->code ? err->code : TETHER_ENOMEM) : 0;
+    if (rc == 0)
+        rc = open_connector(ci ? ci : conninfo, on_event, event_ctx, &c, err);
+    if (ci) { /* it holds the password: wipe it */
+        memset(ci, 0, strlen(ci));
+        tether__free(ci);
+    }
+    if (rc == 0) {
+        o->connector = c;
+        rc = tether_pool_create(out, o, err);
+    }
+    if (rc) {
+        tether_connector_destroy(c);
+        return rc;
+    }
+    (*out)->own_connector = c;
+    return 0;
+}
+
+/* The read side's name: the pool's with ":read" (cut to the limit). */
+static void read_name(const tether_pool *w, char *buf, size_t cap) {
+    size_t n = strlen(w->name);
+    if (n > cap - 6)
+        n = cap - 6;
+    memcpy(buf, w->name, n);
+    memcpy(buf + n, ":read", 6);
+}
+
+/* open_read_side gives routing pool w its read side: standbys only,
+ * spread at random, at most tether_read_pool_max connections. */
+static int open_read_side(tether_pool *w, const char *conninfo, pool_keys *k,
+                          tether_event_fn on_event, void *event_ctx,
+                          tether_error *err) {
+    tether_pool_opts o = k->o;
+    char name[TETHER_POOL_NAME_MAX + 1];
+    read_name(w, name, sizeof(name));
+    o.name = name;
+    if (k->route.read_max)
+        o.max_size = k->route.read_max;
+    o.min_size = TETHER__MIN(o.min_size, o.max_size);
+    tether_pool *r = NULL;
+    int rc = open_side(&r, conninfo,
+                       "target_session_attrs=standby tether_strategy=random",
+                       &o, on_event, event_ctx, err);
+    return rc ? rc : tether__route_attach(w, r, &k->route, err);
+}
+
 int tether_pool_open(tether_pool **out, const char *conninfo,
                      tether_event_fn on_event, void *event_ctx,
                      tether_error *err) {
@@ -114,19 +264,18 @@ int tether_pool_open(tether_pool **out, const char *conninfo,
     if (!conninfo)
         return tether__null(err, "tether_pool_open", "conninfo");
     pool_keys k;
-    tether_connector *c = NULL;
     int rc = tether__pool_keys_parse(conninfo, &k, err);
-    if (rc == 0)
-        rc = open_connector(conninfo, on_event, event_ctx, &c, err);
-    if (rc == 0) {
-        k.o.connector = c;
-        rc = tether_pool_create(out, &k.o, err);
+    if (rc == 0) /* routing: the write side reaches the primary only */
+        rc = open_side(out, conninfo,
+                       k.route.on ? "target_session_attrs=read-write" : NULL,
+                       &k.o, on_event, event_ctx, err);
+    if (rc == 0 && k.route.on) {
+        rc = open_read_side(*out, conninfo, &k, on_event, event_ctx, err);
+        if (rc) {
+            tether_pool_destroy(*out);
+            *out = NULL;
+        }
     }
     tether__pool_keys_free(&k);
-    if (rc) {
-        tether_connector_destroy(c);
-        return rc;
-    }
-    (*out)->own_connector = c;
-    return 0;
+    return rc;
 }

@@ -234,6 +234,7 @@ int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
 void tether_pool_destroy(tether_pool *p) {
     if (!p)
         return;
+    tether__route_free(p); /* the read side, first */
     tether_pool_close(p, -1, NULL);
     tether__hk_unregister(p);
     pthread_mutex_lock(&p->lock);
@@ -1125,6 +1126,8 @@ void tether_pool_clear(tether_pool *p) {
         return;
     atomic_fetch_add(&p->gen, 1);
     sweep_idle(p, CLOSE_CLEARED);
+    if (p->route)
+        tether_pool_clear(p->route->read);
 }
 
 static void wake_all_closed(tether_pool *p) {
@@ -1141,6 +1144,8 @@ static void wake_all_closed(tether_pool *p) {
 int tether_pool_close(tether_pool *p, int64_t wait_ms, tether_error *err) {
     if (!p)
         return tether__null(err, "tether_pool_close", "p");
+    if (p->route) /* the read side first, within the same wait_ms */
+        wait_ms = tether__route_close(p, wait_ms);
     atomic_store(&p->closing, 1);
     atomic_fetch_add(&p->gen, 1); /* what the fast path finds is stale */
     wake_all_closed(p);

@@ -78,6 +78,13 @@ struct tether__slot {
     const char *_Atomic file;    /* where it was acquired */
     _Atomic int line;
     _Atomic int leak_reported;
+
+    /* Read/write routing (route.c), on a read side's slots only: the lag
+     * verdict on conn lag_conn, made at lag_checked_ms. Written by the
+     * holder. */
+    void *lag_conn;
+    int64_t lag_checked_ms;
+    int lagging;
 } __attribute__((aligned(64)));
 
 /* A thread waiting in the FIFO queue; lives on the waiter's stack. A
@@ -127,6 +134,7 @@ struct tether_pool {
     tether_breaker *breaker;
     char *conninfo, *name;
     tether_connector *own_connector; /* tether_pool_open's */
+    struct tether__route *route;     /* read/write routing, or NULL */
 
     /* Written on waits (hand-over turns): a line of its own. */
     _Alignas(64) _Atomic int64_t head_since_ns; /* when the first waiter
@@ -166,6 +174,9 @@ struct tether_pool {
                           earlier than the earliest: then a check finds
                           nothing and sets it anew) */
 };
+
+/* A slot stays two lines with the routing fields. */
+_Static_assert(sizeof(tether__slot) == 128, "tether__slot: two cache lines");
 
 /* The fast path's fields fill the first line and no more. */
 _Static_assert(offsetof(struct tether_pool, nslots) == 64,
@@ -267,6 +278,16 @@ static inline tether__slot *lease_held(const tether_lease *l) {
     return lease_current(l, v) ? s : NULL;
 }
 
+/* Read/write routing keywords (docs/routing.md). */
+typedef struct tether__route_keys {
+    int on;                 /* tether_route=read-write-split */
+    int read_max;           /* tether_read_pool_max; 0: tether_pool_max */
+    int64_t max_lag_ms;     /* tether_max_standby_lag as a duration; -1 */
+    int64_t max_lag_bytes;  /* ... as a size; -1 */
+    int64_t lag_recheck_ms; /* tether_lag_recheck */
+    int64_t read_wait_ms;   /* tether_read_wait */
+} tether__route_keys;
+
 /* What a connection string says of a pool (tether_pool_open, open.c):
  * tether_pool_opts' defaults with the string's pool keywords applied. */
 typedef struct tether__pool_keys {
@@ -275,6 +296,7 @@ typedef struct tether__pool_keys {
     char *reset_query;  /* tether_reset_query */
     char *name;         /* tether_pool_name or a default (o.name; NULL:
                            the pool's "pool-N") */
+    tether__route_keys route;
 } tether__pool_keys;
 
 /* tether__pool_keys_parse maps conninfo's pool keywords onto k; errors
@@ -416,5 +438,45 @@ void tether__hist_record(tether_pool *p, int64_t us);
  * returns, no housekeeping of p runs. */
 void tether__hk_register(tether_pool *p);
 void tether__hk_unregister(tether_pool *p);
+
+/* tether__pool_run_attempt is one attempt of tether_pool_run on p: take
+ * a connection within a->timeout_ms, run fn, give it back (or discard it). */
+int tether__pool_run_attempt(tether_pool *p, tether_work_fn fn, void *arg,
+                             const tether_attempt *a, tether_error *err);
+
+/* The lag query of a read side's connections (a driver's lag operation). */
+typedef int (*tether__lag_fn)(void *conn, int64_t timeout_ms, int64_t *lag_ms,
+                              int64_t *lag_bytes, tether_error *err);
+
+/* How a pool routes TETHER_READONLY work (route.c, docs/routing.md). */
+typedef struct tether__route {
+    tether_pool *read;      /* the read side: standby connections, owned */
+    int64_t max_lag_ms;     /* skip a standby lagging more; -1: no bound */
+    int64_t max_lag_bytes;  /* the same in bytes of WAL; -1: no bound */
+    int64_t lag_recheck_ms; /* how long a lag verdict holds */
+    int64_t read_wait_ms;   /* the most the read side may take of a run */
+    tether__lag_fn lag;     /* the read side's driver's, or a test's */
+    _Atomic uint64_t reads_standby, reads_primary, reads_lagging, reroutes,
+        lag_checks;
+} tether__route;
+
+/* tether__route_attach makes w route TETHER_READONLY work to read, which
+ * it then owns (destroyed with w, on failure too). The bounds, recheck and
+ * wait come from k (k->on is not read). */
+int tether__route_attach(tether_pool *w, tether_pool *read,
+                         const tether__route_keys *k, tether_error *err);
+
+/* tether__route_run is tether_pool_run_for of TETHER_READONLY work on a
+ * routing pool. */
+int tether__route_run(tether_pool *p, unsigned flags, int64_t timeout_ms,
+                      tether_work_fn fn, void *arg, tether_error *err);
+
+/* tether__route_close closes p's read side within wait_ms (-1: forever)
+ * and returns what is left of wait_ms for the rest of the close. */
+int64_t tether__route_close(tether_pool *p, int64_t wait_ms);
+
+/* tether__route_free destroys p's read side and routing state (NULL
+ * route: nothing). */
+void tether__route_free(tether_pool *p);
 
 #endif

@@ -45,11 +45,19 @@ TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
     return rc;
 }
 
+int tether__pool_run_attempt(tether_pool *p, tether_work_fn fn, void *arg,
+                             const tether_attempt *a, tether_error *err) {
+    run_ctx c = {p, fn, arg};
+    return run_once(&c, a, err);
+}
+
 TETHER__HOT int tether_pool_run_for(tether_pool *p, unsigned flags,
                                     int64_t timeout_ms, tether_work_fn fn,
                                     void *arg, tether_error *err) {
     if (!p || !fn)
         return tether__null(err, "tether_pool_run", p ? "fn" : "p");
+    if ((flags & TETHER_READONLY) && p->route) /* routing: route.c */
+        return tether__route_run(p, flags, timeout_ms, fn, arg, err);
     run_ctx c = {p, fn, arg};
     return tether_retry_run_for(p->retry, flags & TETHER_IDEMPOTENT, timeout_ms,
                                 run_once, &c, err);

@@ -9,7 +9,9 @@
  *   - the same input always gives the same result and message;
  *   - failure: a negative code (TETHER_ESPEC but for memory), a non-empty
  *     message under 200 characters that never holds the value of a secret
- *     keyword (password, sslpassword) when that value is distinctive;
+ *     keyword (password, sslpassword) when that value is distinctive, unless
+ *     the message for the same string with that value replaced by a marker
+ *     holds no marker (the value is in the message's fixed text);
  *   - connector success: at least one endpoint, ports in [0, 65535], no
  *     host with a comma, every keyword passed to the driver is libpq's,
  *     enums and durations in range;
@@ -50,9 +52,40 @@ static int distinctive(const tether__conninfo *ci, size_t self) {
     return 1;
 }
 
-/* check_failure: rc and e are a proper failure of parsing s, and e names
- * no distinctive secret of s. */
-static void check_failure(const char *s, int rc, const tether_error *e) {
+/* A parser under test: 0 or a negative code with e filled. */
+typedef int (*parse_fn)(const char *s, tether_error *e);
+
+/* echoes says whether parse's message, for ci with the value of pair i
+ * replaced by a marker of the same length, holds the marker: the message
+ * quotes that value, rather than a fixed text that happens to contain it
+ * ("password=00ms" is in "want a duration such as 500ms"). */
+static int echoes(tether__conninfo *ci, size_t i, parse_fn parse) {
+    size_t n = strlen(ci->kv[i].val);
+    char *marker = malloc(n + 1);
+    if (!marker)
+        return 1;
+    for (size_t j = 0; j < n; j++)
+        marker[j] = "Qz"[j % 2];
+    marker[n] = '\0';
+    const char *saved = ci->kv[i].val;
+    ci->kv[i].val = marker;
+    char *s2 = tether__conninfo_dup(ci, 0);
+    ci->kv[i].val = saved;
+    int leak = 1;
+    if (s2) {
+        tether_error e = {0};
+        parse(s2, &e);
+        leak = strstr(e.message, marker) != NULL;
+    }
+    tether__free(s2);
+    free(marker);
+    return leak;
+}
+
+/* check_failure: rc and e are a proper failure of parsing s (with parse),
+ * and e names no distinctive secret of s. */
+static void check_failure(const char *s, int rc, const tether_error *e,
+                          parse_fn parse) {
     CHECK(rc < 0 && e->code == rc);
     CHECK(rc == TETHER_ESPEC || rc == TETHER_ENOMEM);
     size_t len = strnlen(e->message, sizeof(e->message));
@@ -62,7 +95,8 @@ static void check_failure(const char *s, int rc, const tether_error *e) {
         for (size_t i = 0; i < ci.n; i++)
             if (tether__conninfo_libpq_secret(ci.kv[i].key) &&
                 distinctive(&ci, i))
-                CHECK(strstr(e->message, ci.kv[i].val) == NULL);
+                CHECK(strstr(e->message, ci.kv[i].val) == NULL ||
+                      !echoes(&ci, i, parse));
     tether__conninfo_free(&ci);
 }
 
@@ -88,6 +122,20 @@ static void check_conncfg(const tether__conncfg *c) {
     CHECK(c->display != NULL);
 }
 
+static int parse_conncfg(const char *s, tether_error *e) {
+    tether__conncfg c;
+    int rc = tether__conncfg_parse(s, &c, e);
+    tether__conncfg_free(&c);
+    return rc;
+}
+
+static int parse_pool(const char *s, tether_error *e) {
+    tether__pool_keys k;
+    int rc = tether__pool_keys_parse(s, &k, e);
+    tether__pool_keys_free(&k);
+    return rc;
+}
+
 /* connector: the connector's reading of s, twice. */
 static void connector(const char *s) {
     tether__conncfg a, b;
@@ -101,7 +149,7 @@ static void connector(const char *s) {
         CHECK(a.neps == b.neps && a.nparams == b.nparams);
         CHECK(strcmp(a.display, b.display) == 0);
     } else {
-        check_failure(s, rc, &ea);
+        check_failure(s, rc, &ea, parse_conncfg);
         CHECK(strcmp(ea.message, eb.message) == 0);
     }
     tether__conncfg_free(&a);
@@ -124,7 +172,7 @@ static void pool(const char *s) {
          * own default ("pool-N") at create */
         CHECK(o->name == NULL || tether__conninfo_name_ok(o->name));
     } else {
-        check_failure(s, rc, &e);
+        check_failure(s, rc, &e, parse_pool);
     }
     tether__pool_keys_free(&k);
 }
