@@ -482,7 +482,9 @@ void tether_breaker_record(tether_breaker *b, int permit, int ok,
 
 /* ---- inspection and manual control ------------------------------------ */
 
-int64_t tether__breaker_blocked_ms(tether_breaker *b) {
+int64_t tether__breaker_blocked_ms(tether_breaker *b, tether_class *last) {
+    if (last)
+        *last = TETHER_CLASS_NONE;
     if (atomic_load_explicit(&b->state, memory_order_acquire) ==
         TETHER_BREAKER_CLOSED)
         return 0;
@@ -503,12 +505,10 @@ int64_t tether__breaker_blocked_ms(tether_breaker *b) {
     default: /* isolated: until reset */
         left = INT64_MAX;
     }
+    if (last && b->has_last)
+        *last = b->last.cls;
     pthread_mutex_unlock(&b->lock);
     return left > 0 ? left : 0;
-}
-
-int tether__breaker_blocks(tether_breaker *b) {
-    return tether__breaker_blocked_ms(b) > 0;
 }
 
 tether_breaker_state tether_breaker_state_get(tether_breaker *b) {

@@ -4,16 +4,12 @@
 
 #include "internal.h"
 
-/* tether__breaker_blocks tells, without changing anything, whether a call
- * made now would be refused: open within its period, half-open with its
- * probe out within the period, or isolated. A closed breaker answers from
- * one atomic load. */
-int tether__breaker_blocks(tether_breaker *b);
-
 /* tether__breaker_blocked_ms tells how long calls stay refused from now:
  * 0 when a call made now would be let through (closed, or the period
  * over: the next caller probes), the rest of the open period, or of the
- * half-open probe's period, or INT64_MAX when isolated. */
-int64_t tether__breaker_blocked_ms(tether_breaker *b);
+ * half-open probe's period, or INT64_MAX when isolated. *last (when not
+ * NULL) gets the class of the last failure recorded, TETHER_CLASS_NONE
+ * when none. */
+int64_t tether__breaker_blocked_ms(tether_breaker *b, tether_class *last);
 
 #endif

@@ -312,10 +312,17 @@ static void wake(tether_pool *p, waiter *w) {
         pthread_cond_signal(&w->cv);
 }
 
-/* How long the connect breaker keeps refusing new connections, in ms
- * (0: a connect may go now). */
+/* How long the connect breaker keeps refusing new connections, in ms: 0
+ * when a connect may go now. INT64_MAX when no probe is worth waiting for:
+ * isolated, or open on a permanent failure (a wrong password, a database
+ * that does not exist), which the next probe would only meet again; the
+ * callers then fail at once instead of waiting for it. */
 static int64_t breaker_blocked_ms(tether_pool *p) {
-    return p->breaker ? tether__breaker_blocked_ms(p->breaker) : 0;
+    if (!p->breaker)
+        return 0;
+    tether_class last;
+    int64_t blocked = tether__breaker_blocked_ms(p->breaker, &last);
+    return blocked > 0 && last == TETHER_CLASS_PERMANENT ? INT64_MAX : blocked;
 }
 
 /* The breaker blocks connects for blocked_ms and no connection is out, so
@@ -796,13 +803,15 @@ static tether__slot *head_look(tether_pool *p, const waiter *w) {
  * then looks once more for an idle connection (*s): a release publishes
  * its slot before it reads the mark, so either this look finds the slot
  * or that release wakes us when it leaves the last connection idle
- * (wake_unarmed_head). Returns 0 at the deadline. */
+ * (wake_unarmed_head). A waiter waiting for the breaker's probe (none is
+ * out, nothing to poll for) sleeps until the probe. Returns 0 at the
+ * deadline. */
 static int sleep_turn(acq *a, waiter *w, tether__slot **s) {
     tether_pool *p = a->p;
     int64_t until = a->deadline_ns;
     if (w->probe_ns)
         until = TETHER__MIN(until, w->probe_ns);
-    if (p->head == w && p->o.barge_limit_us > 0) {
+    if (p->head == w && p->o.barge_limit_us > 0 && !w->probe_ns) {
         until = TETHER__MIN(until,
                             tether__mono_ns() + 2 * p->o.barge_limit_us * 1000);
         atomic_store(&p->head_unarmed, 1);

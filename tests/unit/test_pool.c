@@ -1380,6 +1380,34 @@ static void test_auth_failure_no_password(void **state) {
     teardown(&f);
 }
 
+/* A breaker opened by a permanent failure (a wrong password) is not worth
+ * waiting for: with none out, a caller whose deadline outlasts the period
+ * fails at once with EOPEN (cause EAUTH) and nothing connects. */
+static void test_permanent_failure_fails_fast(void **state) {
+    (void)state;
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    real_opts(&f, &so, &po);
+    so.auth_fail_rate = 1.0;
+    po.max_size = 2;
+    po.breaker.jitter = 0;
+    po.breaker.open_ms = 300;
+    setup_with(&f, &so, &po);
+    tether_error err = {0};
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err), TETHER_EAUTH);
+    tether_sim_stats st, st2;
+    tether_sim_stats_get(f.sim, &st);
+    double t0 = thread_time_mono_ms();
+    assert_int_equal(tether_pool_acquire(f.pool, 2000, &l, &err), TETHER_EOPEN);
+    assert_true(thread_time_mono_ms() - t0 < 200);
+    assert_int_equal(err.cause, TETHER_EAUTH);
+    tether_sim_stats_get(f.sim, &st2);
+    assert_int_equal(st2.connects, st.connects);
+    teardown(&f);
+}
+
 /* ---- no lock across a connect ------------------------------------------ */
 
 /* The clock of a pool and its sim: virtual time whose sleeps (the sim's
@@ -2114,6 +2142,7 @@ int main(void) {
         cmocka_unit_test(test_throttled_connect_waits_for_release),
         cmocka_unit_test(test_throttled_with_none_out_paces),
         cmocka_unit_test(test_auth_failure_no_password),
+        cmocka_unit_test(test_permanent_failure_fails_fast),
         cmocka_unit_test(test_no_lock_across_connect),
         cmocka_unit_test(test_close_semantics),
         cmocka_unit_test(test_close_wakes_waiters),
