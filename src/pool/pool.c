@@ -315,14 +315,16 @@ static void wake(tether_pool *p, waiter *w) {
 /* How long the connect breaker keeps refusing new connections, in ms: 0
  * when a connect may go now. INT64_MAX when no probe is worth waiting for:
  * isolated, or open on a permanent failure (a wrong password, a database
- * that does not exist), which the next probe would only meet again; the
+ * that does not exist), which the next probe would only meet again, or
+ * the read side of a routing pool, whose callers go to the primary; the
  * callers then fail at once instead of waiting for it. */
 static int64_t breaker_blocked_ms(tether_pool *p) {
     if (!p->breaker)
         return 0;
     tether_class last;
     int64_t blocked = tether__breaker_blocked_ms(p->breaker, &last);
-    return blocked > 0 && last == TETHER_CLASS_PERMANENT ? INT64_MAX : blocked;
+    int no_wait = last == TETHER_CLASS_PERMANENT || p->fallback;
+    return blocked > 0 && no_wait ? INT64_MAX : blocked;
 }
 
 /* The breaker blocks connects for blocked_ms and no connection is out, so

@@ -135,6 +135,9 @@ struct tether_pool {
     char *conninfo, *name;
     tether_connector *own_connector; /* tether_pool_open's */
     struct tether__route *route;     /* read/write routing, or NULL */
+    int fallback; /* a routing pool's read side: its callers have the
+                     primary to go to, so none waits for the breaker's
+                     probe (docs/routing.md) */
 
     /* Written on waits (hand-over turns): a line of its own. */
     _Alignas(64) _Atomic int64_t head_since_ns; /* when the first waiter

@@ -26,6 +26,7 @@ int tether__route_attach(tether_pool *w, tether_pool *read,
                                 NULL);
     }
     r->read = read;
+    read->fallback = 1;
     r->max_lag_ms = k->max_lag_ms;
     r->max_lag_bytes = k->max_lag_bytes;
     r->lag_recheck_ms = k->lag_recheck_ms;
