@@ -9,6 +9,8 @@
  * Prints "up MS" when a SELECT 1 succeeds for the first time after a
  * failure (or at all), "down MS" at the first failure after a success,
  * MS being CLOCK_REALTIME milliseconds (comparable across processes).
+ * With STORM_TRACE set in the environment, a tether client also prints
+ * each step of every connect ("ev MS PHASE CODE DELAY_MS MESSAGE").
  * Runs until SIGTERM or SIGINT. */
 #include "tether.h"
 #include "tether_pq.h"
@@ -16,6 +18,7 @@
 #include <libpq-fe.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -60,10 +63,19 @@ static int select1(void *handle, void *arg, const tether_attempt *a,
     return rc;
 }
 
+/* With STORM_TRACE set: every connect step, as "ev MS PHASE CODE TEXT". */
+static void trace(void *ctx, const tether_connect_event *ev) {
+    (void)ctx;
+    printf("ev %lld %s %d %lld %s\n", wall_ms(), tether_phase_name(ev->phase),
+           ev->code, (long long)ev->delay_ms, ev->message);
+    fflush(stdout);
+}
+
 static int run_tether(const char *conninfo) {
     tether_pool *p = NULL;
     tether_error err = {0};
-    if (tether_pool_open(&p, conninfo, NULL, NULL, &err)) {
+    tether_event_fn on_event = getenv("STORM_TRACE") ? trace : NULL;
+    if (tether_pool_open(&p, conninfo, on_event, NULL, &err)) {
         fprintf(stderr, "bench_storm_client: %s\n", err.message);
         return 1;
     }
