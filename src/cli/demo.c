@@ -883,6 +883,18 @@ static int run_workload(void) {
     return rc;
 }
 
+/* Make a block resident now, so that filling it later (the timeline, a
+ * second at a time) is not counted as growth by the memory check. Through
+ * a volatile pointer: an optimizing compiler drops a memset of zeros that
+ * follows calloc, and the pages were then touched one second at a time
+ * (resident memory grew 18 % over a 10-minute soak in the RelWithDebInfo
+ * build, and 2 % in the debug build, which kept the memset). */
+static void touch_pages(void *block, size_t n) {
+    volatile char *v = block;
+    for (size_t i = 0; block && i < n; i += 4096)
+        v[i] = 0;
+}
+
 static void catch_signals(void) {
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -912,8 +924,7 @@ int cli_demo(int argc, char **argv) {
     D.tty = isatty(2);
     D.nsecs = (int)(D.o.seconds_ms / 1000) + 2;
     D.secs = calloc((size_t)D.nsecs, sizeof(*D.secs));
-    if (D.secs) /* resident from the start: not growth */
-        memset(D.secs, 0, (size_t)D.nsecs * sizeof(*D.secs));
+    touch_pages(D.secs, (size_t)D.nsecs * sizeof(*D.secs));
     pthread_mutex_init(&D.lock, NULL);
     atomic_store(&D.cur_fault, -1);
     char why[400] = "";
