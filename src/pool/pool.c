@@ -891,14 +891,39 @@ static int wait_turn(acq *a, tether__slot **got) {
     return 0;
 }
 
+/* tether__pool_arrive_locked's rule. The breaker is consulted only when
+ * its state can change the answer: a full pool, or one with others out and
+ * earlier waiters, queues whatever it says (the common case under load,
+ * and this runs under the pool's lock). */
+static int arrive_locked(tether_pool *p, int no_create, int64_t deadline_ns,
+                         int64_t *blocked_ms) {
+    *blocked_ms = 0;
+    int room = p->total < p->o.max_size && p->creating < p->o.max_creating &&
+               !no_create;
+    if (p->total > 0) { /* others out: no probe to wait for */
+        if (!room || p->nqueued)
+            return ARRIVE_QUEUE;
+        *blocked_ms = breaker_blocked_ms(p);
+        return *blocked_ms > 0 ? ARRIVE_QUEUE : ARRIVE_CREATE;
+    }
+    int64_t blocked = breaker_blocked_ms(p);
+    *blocked_ms = blocked;
+    if (blocked > 0 && blocked < tether__ms_left(deadline_ns))
+        return ARRIVE_PROBE;
+    /* Create, or with the breaker blocking past the deadline and nothing
+     * out to wait for, fail fast with its error. */
+    if (room && (blocked > 0 || !p->nqueued))
+        return ARRIVE_CREATE;
+    return ARRIVE_QUEUE;
+}
+
 /* One round of the slow path, entered with the lock held. Returns 1 with
  * *got, 0 to go round again, <0 on error (the lock is released). */
 static int slow_round(acq *a, tether__slot **got) {
     tether_pool *p = a->p;
     grant_capacity_locked(p); /* earlier arrivals first */
     int64_t blocked = 0;
-    int next =
-        tether__pool_arrive_locked(p, a->no_create, a->deadline_ns, &blocked);
+    int next = arrive_locked(p, a->no_create, a->deadline_ns, &blocked);
     if (next == ARRIVE_PROBE) { /* nothing out: wait for the breaker's probe */
         a->no_create = 0;
         if (!p->real_clock) {
@@ -1229,14 +1254,5 @@ int tether__pool_refused(tether_pool *p, int rc, const tether_error *err,
  * the blocking and the non-blocking acquire alike (lock held). */
 int tether__pool_arrive_locked(tether_pool *p, int no_create,
                                int64_t deadline_ns, int64_t *blocked_ms) {
-    int64_t blocked = breaker_blocked_ms(p);
-    *blocked_ms = blocked;
-    if (blocked > 0 && p->total == 0 && blocked < tether__ms_left(deadline_ns))
-        return ARRIVE_PROBE;
-    /* Create, or with the breaker blocking past the deadline and nothing
-     * out to wait for, fail fast with its error. */
-    if (p->total < p->o.max_size && p->creating < p->o.max_creating &&
-        !no_create && (blocked > 0 ? p->total == 0 : !p->nqueued))
-        return ARRIVE_CREATE;
-    return ARRIVE_QUEUE;
+    return arrive_locked(p, no_create, deadline_ns, blocked_ms);
 }
