@@ -824,8 +824,10 @@ static int sleep_turn(acq *a, waiter *w, tether__slot **s) {
     struct timespec ts = {(time_t)(until / 1000000000LL),
                           (long)(until % 1000000000LL)};
     pthread_cond_timedwait(&w->cv, &p->lock, &ts);
+    if (w->given || w->wake) /* handed over: no clock read under the lock */
+        return 1;
     int64_t now = tether__mono_ns();
-    if (w->probe_ns && now >= w->probe_ns && !w->given && !w->wake) {
+    if (w->probe_ns && now >= w->probe_ns) {
         w->probe_ns = 0; /* the period is over: capacity, first come first */
         grant_capacity_locked(p); /* served, or a new period to wait for */
     }
