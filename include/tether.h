@@ -1112,11 +1112,15 @@ typedef int (*tether_work_fn)(void *handle, void *arg,
 TETHER_API int tether_pool_run(tether_pool *p, unsigned flags,
                                tether_work_fn fn, void *arg, tether_error *err);
 
-/* tether_pool_run_for is tether_pool_run within timeout_ms: waiting for a
- * connection, every attempt and every pause end by then (the pool's retry
- * deadline, by default its acquire timeout, still applies when sooner).
- * -1 means the pool's own limits only; 0 takes an idle connection or fails
- * at once with TETHER_ETIMEDOUT. For a caller with a request deadline. */
+/* tether_pool_run_for is tether_pool_run within timeout_ms: the wait for a
+ * connection, each retry's wait and every pause end by then (the pool's
+ * retry deadline, by default its acquire timeout, still applies when
+ * sooner), and fn's attempt->timeout_ms says what is left. The work itself
+ * is fn's: a statement fn runs is not interrupted at the deadline, so fn
+ * must bound it (for PostgreSQL, statement_timeout or PQcancel); a call
+ * can return late by as long as fn overruns. -1 means the pool's own
+ * limits only; 0 takes an idle connection or fails at once with
+ * TETHER_ETIMEDOUT. For a caller with a request deadline. */
 TETHER_API int tether_pool_run_for(tether_pool *p, unsigned flags,
                                    int64_t timeout_ms, tether_work_fn fn,
                                    void *arg, tether_error *err);
@@ -1154,6 +1158,18 @@ typedef struct tether_pool_metrics {
     uint64_t readonly_reroutes; /* work a standby refused as read-only
                                    (25006), re-run on the primary */
     uint64_t lag_checks;        /* lag queries run on standbys */
+    /* The breaker's probe (docs/breaker.md, "The probe belongs to the
+     * pool"). */
+    int64_t breaker_blocked_ms; /* how long from now the breaker keeps
+                                   refusing new connections (0: closed, or
+                                   the next probe may go now) */
+    int probing;                /* 1 while the pool's probe connects */
+    uint64_t probes;            /* probes the pool has made */
+    uint64_t probe_failures;    /* ... of them that failed */
+    uint64_t connects_cut;      /* connects a caller's deadline cut short
+                                   with nothing learnt: not held against
+                                   the server (not counted by the breaker,
+                                   no host marked down) */
 } tether_pool_metrics;
 
 /* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds

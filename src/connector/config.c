@@ -265,10 +265,12 @@ static void defaults(tether__conncfg *cfg) {
      * reset or timed out) ends the connect: the pool's breaker paces the
      * next (a fleet-safe whole, docs/backoff.md); after one that reached a
      * server (of the wrong role: a failover under way) the next pass comes
-     * after this pause. */
+     * after this pause: short, so that the server's return is seen within
+     * half a second by the one connect that waits for it (the pool's
+     * probe, docs/breaker.md). */
     tether_backoff_opts_init(&cfg->pause);
     cfg->pause.base_ms = 100;
-    cfg->pause.max_ms = 2000;
+    cfg->pause.max_ms = 500;
 }
 
 static int one_key(tether__conncfg *cfg, const char *k, const char *v,

@@ -196,6 +196,11 @@ typedef struct run {
     int permanent;  /* a permanent failure was seen this pass */
     int reached;    /* a server of the wrong role answered this pass */
     int busy;       /* a server refused as busy (throttled) this pass */
+    int full;       /* ... as full (53300), not in transition (57P03) */
+    int by_caller;  /* the deadline is the caller's budget, not the login
+                       timeout: an attempt it cuts is the caller's loss */
+    int learnt;     /* attempts that told something of a server: a failure
+                       of its own, or an answer of the wrong role */
     int64_t busy_w; /* the busy pause's window (ms), doubling */
     tether_error last;
     tether__tally tally; /* every endpoint passed over, and why */
@@ -339,15 +344,21 @@ static int attempt(run *r, const tether_step *st, void **conn) {
                                 el, budget);
         int cut = e.code == TETHER_ETIMEDOUT && r->deadline_ms >= 0 &&
                   now_ms(r) >= r->deadline_ms;
-        tether__tally_fail(&r->tally, ep, &e, budget, cut);
+        r->learnt += !cut;
+        tether__tally_fail(
+            &r->tally, ep, &e, budget,
+            cut ? (r->by_caller ? TETHER__CUT_CALLER : TETHER__CUT_LOGIN) : 0);
         note_failure(r, idx, &e, cut);
         r->busy |= e.cls == TETHER_CLASS_THROTTLED;
+        r->full |=
+            e.cls == TETHER_CLASS_THROTTLED && strcmp(e.sqlstate, "57P03") != 0;
         return 0;
     }
     tether_role role;
     int v = judge_role(r, idx, *conn, &role);
     if (v != 1) {
         r->reached = 1;
+        r->learnt++;
         wrong_role(r, ep, role, &e);
         tether__tally_role(&r->tally, ep, role, c->cfg.target);
     }
@@ -468,10 +479,13 @@ static int finish(run *r, void **conn, tether_error *err) {
  * it reached no server (the pool's breaker paces the next); when a server
  * refused as busy (and none of the wrong role answered), *delay is a draw
  * from [w/2, w], w from 4 s doubling per such pass (tuned with `tether sim
- * storm`: a busy server is up, the caller waits; a herd thins out), or 1
- * when that passes the login deadline. After a server of the wrong role (a
- * failover under way) the schedule's pause stands. */
+ * storm`: a busy server is up, the caller waits; a herd thins out), from
+ * 500 ms when every refusal was 57P03 (starting up, shutting down: a
+ * transition of a second or two), or 1 when that passes the login
+ * deadline. After a server of the wrong role (a failover under way) the
+ * schedule's pause stands. */
 #define BUSY_FIRST_MS 4000
+#define TRANSITION_FIRST_MS 500
 #define BUSY_MAX_MS 60000
 
 static int default_pause(run *r, int64_t *delay) {
@@ -481,8 +495,8 @@ static int default_pause(run *r, int64_t *delay) {
         return 0;
     if (!r->busy)
         return 1;
-    r->busy_w =
-        r->busy_w ? TETHER__MIN(r->busy_w * 2, BUSY_MAX_MS) : BUSY_FIRST_MS;
+    int64_t first = r->full ? BUSY_FIRST_MS : TRANSITION_FIRST_MS;
+    r->busy_w = r->busy_w ? TETHER__MIN(r->busy_w * 2, BUSY_MAX_MS) : first;
     pthread_mutex_lock(&c->lock);
     *delay = tether__rng_range(&c->rng, r->busy_w / 2, r->busy_w);
     pthread_mutex_unlock(&c->lock);
@@ -520,7 +534,7 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
         }
         if (default_pause(r, &st.delay_ms))
             return finish(r, conn, err);
-        r->reached = r->busy = 0;
+        r->reached = r->busy = r->full = 0;
         tether__connector_event(r->c, 0, NULL, TETHER_PHASE_PAUSE, NULL, 0,
                                 now_ms(r) - r->start_ms, st.delay_ms);
         r->clock->sleep_ns(r->clock->ctx, st.delay_ms * TETHER__NS_PER_MS);
@@ -528,7 +542,7 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
 }
 
 int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
-                           tether_error *err) {
+                           tether_error *err, int *cut) {
     run r;
     memset(&r, 0, sizeof(r));
     r.c = c;
@@ -538,6 +552,9 @@ int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
     if (budget_ms >= 0 && (login < 0 || budget_ms < login))
         login = budget_ms;
     r.deadline_ms = login < 0 ? -1 : r.start_ms + login;
+    r.by_caller =
+        budget_ms >= 0 && login == budget_ms &&
+        (c->cfg.login_timeout_ms < 0 || budget_ms < c->cfg.login_timeout_ms);
     *conn = NULL;
     int rc;
     if (c->cfg.strategy == TETHER_STRATEGY_RACE) {
@@ -550,10 +567,16 @@ int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
             rc = loop(&r, s, conn, err);
         tether_schedule_destroy(s);
     }
+    int64_t took = now_ms(&r) - r.start_ms;
     if (err) {
         err->attempts = r.attempts ? r.attempts : err->attempts;
-        err->elapsed_ms = now_ms(&r) - r.start_ms;
+        err->elapsed_ms = took;
     }
+    if (cut) /* the race keeps no tally: a time-out at the caller's end */
+        *cut = rc != 0 && r.by_caller && r.learnt == 0 &&
+               (c->cfg.strategy != TETHER_STRATEGY_RACE ||
+                rc == TETHER_ETIMEDOUT) &&
+               took >= budget_ms;
     return rc;
 }
 
@@ -578,7 +601,7 @@ int tether_connector_connect(tether_connector *c, void **handle,
     if (!c)
         return tether__null(err, "tether_connector_connect", "c");
     void *conn = NULL;
-    int rc = tether__connector_open(c, -1, &conn, err);
+    int rc = tether__connector_open(c, -1, &conn, err, NULL);
     if (rc)
         return rc;
     handle_rec *h = tether__malloc(sizeof(*h));

@@ -113,6 +113,10 @@ typedef struct tether__tally {
     char why[TETHER__TALLY_SHOWN][TETHER__TALLY_WHY];
 } tether__tally;
 
+/* Why an attempt was cut short (tether__tally_fail's cut): the login
+ * timeout, or the caller's deadline (a shorter budget it gave). */
+enum { TETHER__CUT_LOGIN = 1, TETHER__CUT_CALLER = 2 };
+
 /* tether__tally_fail notes that ep failed with e (budget_ms: the attempt's
  * budget, -1 unknown). cut: the login deadline ended the attempt, so what
  * an earlier attempt found out about ep is kept over it. */
@@ -148,9 +152,12 @@ struct tether_connector {
 
 /* tether__connector_open connects with the connector's strategy within
  * budget_ms (also capped by the login timeout; -1: the login timeout) and
- * returns the driver's connection (not the user handle). */
+ * returns the driver's connection (not the user handle). *cut (cut may be
+ * NULL) is 1 when it failed only because budget_ms, shorter than the login
+ * timeout, ran out before any attempt told something of a server: the
+ * caller's loss, not the servers' (docs/breaker.md). */
 int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
-                           tether_error *err);
+                           tether_error *err, int *cut);
 
 /* tether__connector_race is the race strategy's loop. */
 int tether__connector_race(tether_connector *c, int64_t deadline_ms,

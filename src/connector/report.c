@@ -97,6 +97,11 @@ void tether__tally_fail(tether__tally *t, const tether__ep *ep,
     case TETHER_ETIMEDOUT:
         if (has(e->message, "resolving"))
             snprintf(why, sizeof(why), "timed out resolving its name");
+        else if (cut == TETHER__CUT_CALLER)
+            snprintf(why, sizeof(why),
+                     "not answered within the %lld ms left before the "
+                     "caller's deadline",
+                     (long long)budget_ms);
         else if (budget_ms >= 0)
             snprintf(why, sizeof(why), "timed out after %lld ms",
                      (long long)budget_ms);

@@ -480,6 +480,15 @@ void tether_breaker_record(tether_breaker *b, int permit, int ok,
     unlock(b);
 }
 
+void tether__breaker_probe_void(tether_breaker *b) {
+    int64_t now = tether__now_ms(b->o.clock);
+    pthread_mutex_lock(&b->lock);
+    if (atomic_load_explicit(&b->state, memory_order_relaxed) ==
+        TETHER_BREAKER_HALF_OPEN)
+        b->probe_at = now - b->period;
+    pthread_mutex_unlock(&b->lock);
+}
+
 /* ---- inspection and manual control ------------------------------------ */
 
 int64_t tether__breaker_blocked_ms(tether_breaker *b, tether_class *last) {

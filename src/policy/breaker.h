@@ -12,4 +12,9 @@
  * when none. */
 int64_t tether__breaker_blocked_ms(tether_breaker *b, tether_class *last);
 
+/* tether__breaker_probe_void takes back a probe that decided nothing (its
+ * caller's deadline cut it short): the next call may probe at once, and
+ * neither the state nor the last failure changes. */
+void tether__breaker_probe_void(tether_breaker *b);
+
 #endif

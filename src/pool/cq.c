@@ -14,7 +14,6 @@
 #include "pool.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -205,13 +204,8 @@ static void post_error_locked(tether_pool *p, tether__nb *e, int rc,
 }
 
 static void post_timeout_locked(tether_pool *p, tether__nb *e) {
-    atomic_fetch_add(&p->timeouts, 1);
-    tether_error_set(&e->err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
-                     "pool %s: no connection within %lld ms (%d in use, %d "
-                     "waiting)",
-                     p->name,
-                     (long long)((e->deadline_ns - e->start_ns) / 1000000),
-                     p->total, atomic_load(&p->waiters));
+    tether__pool_timed_out(p, (e->deadline_ns - e->start_ns) / 1000000,
+                           &e->err);
     post_locked(p, e, NULL, TETHER_ETIMEDOUT);
 }
 
@@ -237,13 +231,13 @@ static void *worker_main(void *arg) {
         drive(e); /* the new connection failed its check, or wait */
     } else {
         pthread_mutex_lock(&p->lock);
-        post_locked(p, e, NULL, rc);
+        if (rc == TETHER__EPROBING) /* its deadline came first */
+            post_timeout_locked(p, e);
+        else
+            post_locked(p, e, NULL, rc);
         pthread_mutex_unlock(&p->lock);
     }
-    pthread_mutex_lock(&p->lock); /* p outlives us: destroy waits for bg */
-    p->bg--;
-    pthread_cond_broadcast(&p->drained);
-    pthread_mutex_unlock(&p->lock);
+    tether__pool_bg_done(p); /* p outlives us: destroy waits for bg */
     return NULL;
 }
 
@@ -252,17 +246,7 @@ static void *worker_main(void *arg) {
 static void start_worker_locked(tether_pool *p, tether__nb *e) {
     e->state = NB_WORKING;
     p->bg++;
-    pthread_t t;
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    sigset_t all, old; /* the application's signals stay on its threads */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&t, &a, worker_main, e);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&a);
-    if (rc == 0)
+    if (tether__pool_spawn(worker_main, e) == 0)
         return;
     p->bg--;
     p->total--;

@@ -11,7 +11,6 @@
 #include "pool.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -20,44 +19,23 @@
 
 /* ---- workers: background creation and keepalive ------------------------- */
 
-static void worker_done(tether_pool *p) {
-    pthread_mutex_lock(&p->lock);
-    p->bg--;
-    pthread_cond_broadcast(&p->drained);
-    pthread_mutex_unlock(&p->lock);
-}
-
 static void *fill_main(void *arg) {
     tether_pool *p = arg;
     tether__slot *s = NULL;
     tether_error err;
-    if (tether__pool_create_reserved(p, p->o.acquire_timeout_ms, &s, &err) ==
-        0) {
+    int rc = tether__pool_create_reserved(p, p->o.acquire_timeout_ms, &s, &err);
+    if (rc == 0) {
         if (atomic_load(&p->closing))
             tether__pool_discard(p, s, CLOSE_SHUTDOWN);
         else
             tether__pool_put_idle(p, s);
-    } else if (err.code != TETHER_EOPEN) {
+    } else if (rc != TETHER_EOPEN && rc != TETHER__EPROBING) {
         tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_WARN,
                     "pool %s: background connect failed: %s", p->name,
                     err.message);
     }
-    worker_done(p);
+    tether__pool_bg_done(p);
     return NULL;
-}
-
-static int spawn(void *(*fn)(void *), void *arg) {
-    pthread_t t;
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    sigset_t all, old; /* the application's signals stay on its threads */
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&t, &a, fn, arg);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&a);
-    return rc;
 }
 
 void tether__pool_fill(tether_pool *p) {
@@ -67,7 +45,7 @@ void tether__pool_fill(tether_pool *p) {
         p->total++;
         p->creating++;
         p->bg++;
-        if (spawn(fill_main, p) != 0) {
+        if (tether__pool_spawn(fill_main, p) != 0) {
             p->total--;
             p->creating--;
             p->bg--;
@@ -98,7 +76,7 @@ static void keepalive_run(tether_pool *p, tether__slot **slots, int n) {
 static void *keepalive_main(void *arg) {
     keepalive_job *j = arg;
     keepalive_run(j->p, j->slots, j->n);
-    worker_done(j->p);
+    tether__pool_bg_done(j->p);
     tether__free(j);
     return NULL;
 }
@@ -119,8 +97,8 @@ static void keepalive_start(tether_pool *p, tether__slot **slots, int n) {
     pthread_mutex_lock(&p->lock);
     p->bg++;
     pthread_mutex_unlock(&p->lock);
-    if (spawn(keepalive_main, j) != 0) {
-        worker_done(p);
+    if (tether__pool_spawn(keepalive_main, j) != 0) {
+        tether__pool_bg_done(p);
         keepalive_run(p, slots, n);
         tether__free(j);
     }

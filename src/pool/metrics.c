@@ -88,6 +88,12 @@ static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     m->retries = rs.retries;
     m->breaker_state = p->breaker ? tether_breaker_state_get(p->breaker)
                                   : TETHER_BREAKER_CLOSED;
+    m->breaker_blocked_ms =
+        p->breaker ? tether__breaker_blocked_ms(p->breaker, NULL) : 0;
+    m->probing = atomic_load(&p->probing);
+    m->probes = atomic_load(&p->probes);
+    m->probe_failures = atomic_load(&p->probe_failures);
+    m->connects_cut = atomic_load(&p->connects_cut);
     route_metrics(p->route, m);
 }
 
@@ -150,6 +156,12 @@ static void gauges(out *o, const char *l, const tether_pool_metrics *m) {
     emit(o, "tether_pool_breaker_open{pool=\"%s\",state=\"%s\"} %d\n", l,
          tether_breaker_state_name(m->breaker_state),
          m->breaker_state != TETHER_BREAKER_CLOSED);
+    metric(o, "breaker_blocked_seconds", "gauge",
+           "How long the breaker keeps refusing new connections from now.");
+    emit(o, "tether_pool_breaker_blocked_seconds{pool=\"%s\"} %.3f\n", l,
+         (double)m->breaker_blocked_ms / 1000.0);
+    metric(o, "probing", "gauge", "1 while the pool's probe connects.");
+    emit(o, "tether_pool_probing{pool=\"%s\"} %d\n", l, m->probing);
 }
 
 static void counter(out *o, const char *l, const char *name, const char *help,
@@ -181,6 +193,13 @@ static void counters(out *o, const char *l, const tether_pool_metrics *m,
     counter(o, l, "breaker_rejections_total",
             "Connection creations refused during a blocking period.",
             m->breaker_rejections);
+    counter(o, l, "probes_total", "Probes of the server made by the pool.",
+            m->probes);
+    counter(o, l, "probe_failures_total", "Probes of the server that failed.",
+            m->probe_failures);
+    counter(o, l, "connects_cut_total",
+            "Connects a caller's deadline cut short with nothing learnt.",
+            m->connects_cut);
     counter(o, l, "retries_total", "Retries made by tether_pool_run.",
             m->retries);
     counter(o, l, "leaks_total", "Leases reported as possible leaks.",

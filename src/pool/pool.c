@@ -321,6 +321,9 @@ static void wake(tether_pool *p, waiter *w) {
 static int64_t breaker_blocked_ms(tether_pool *p) {
     if (!p->breaker)
         return 0;
+    if (atomic_load_explicit(&p->probing, memory_order_relaxed))
+        return 1; /* the probe's connection is coming (its reservation
+                     counts in total: a release to wait for) */
     tether_class last;
     int64_t blocked = tether__breaker_blocked_ms(p->breaker, &last);
     int no_wait = last == TETHER_CLASS_PERMANENT || p->fallback;
@@ -699,41 +702,67 @@ static void setup_slot(tether_pool *p, tether__slot *s, void *conn) {
     s->idle_limit_ms = (int64_t)((double)p->o.idle_timeout_ms * idle);
 }
 
-int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
-                                 tether__slot **out, tether_error *err) {
+/* Connect for a reservation within budget_ms. *cut: the failure came of
+ * the caller's budget running out with nothing learnt of the server (the
+ * connector's judgement, or for a bare driver a timeout that used the
+ * whole budget). */
+static int pool_connect(tether_pool *p, int64_t budget_ms, void **conn,
+                        tether_error *err, int *cut) {
+    *cut = 0;
+    if (p->o.connector)
+        return tether__connector_open(p->o.connector, budget_ms, conn, err,
+                                      cut);
+    int64_t t0 = tether__pool_now(p);
+    int rc = tether__driver_connect(p->drv, p->o.driver_ctx, NULL, budget_ms,
+                                    p->o.clock, conn, err);
+    *cut = rc == TETHER_ETIMEDOUT && budget_ms >= 0 &&
+           tether__pool_now(p) - t0 >= budget_ms;
+    return rc;
+}
+
+/* Tell the breaker how a connect under permit went. A throttled refusal
+ * (53300) comes from a server that is up but busy: while other
+ * connections are out, callers wait for their release and it blocks
+ * nothing; a pool with none has nothing to wait for, so it paces the next
+ * connect like a failure (callers see the breaker's error with the class
+ * throttled: up, busy). A server starting up or shutting down (57P03)
+ * serves no new session whatever is out: it always counts, so that one
+ * pool makes no burst of connects at it. A connect the caller's deadline
+ * cut short with nothing learnt counts for nothing (docs/breaker.md). */
+static void record_connect(tether_pool *p, int permit, int rc, int cut,
+                           const tether_error *err) {
+    if (rc != 0 && cut) {
+        if (permit == TETHER_PERMIT_PROBE)
+            tether__breaker_probe_void(p->breaker);
+        return;
+    }
+    int ok = rc == 0;
+    if (!ok && err->cls == TETHER_CLASS_THROTTLED &&
+        strcmp(err->sqlstate, "57P03") != 0) {
+        pthread_mutex_lock(&p->lock);
+        ok = p->total > 1; /* this creation counts in total */
+        pthread_mutex_unlock(&p->lock);
+    }
+    tether_breaker_record(p->breaker, permit, ok, err);
+}
+
+int tether__pool_connect_reserved(tether_pool *p, int permit, int64_t budget_ms,
+                                  int probe, tether__slot **out,
+                                  tether_error *err) {
     *out = NULL;
     tether_error scratch; /* the failure's class decides below */
     if (!err)
         err = &scratch;
-    int permit = TETHER_PERMIT_CALL;
-    if (p->breaker) {
-        permit = tether_breaker_allow(p->breaker, err);
-        if (permit == TETHER_EOPEN)
-            atomic_fetch_add(&p->breaker_rejections, 1);
-    }
     void *conn = NULL;
-    int rc = TETHER_EOPEN;
-    if (permit != TETHER_EOPEN && p->o.connector)
-        rc = tether__connector_open(p->o.connector, budget_ms, &conn, err);
-    else if (permit != TETHER_EOPEN)
-        rc = tether__driver_connect(p->drv, p->o.driver_ctx, NULL, budget_ms,
-                                    p->o.clock, &conn, err);
-    /* A throttled refusal (53300, 57P03) comes from a server that is up
-     * but busy: while other connections are out, callers wait for their
-     * release and it blocks nothing; a pool with none has nothing to wait
-     * for, so it paces the next connect like a failure (callers see the
-     * breaker's error with the class throttled: up, busy). */
-    if (p->breaker && permit != TETHER_EOPEN) {
-        int ok = rc == 0;
-        if (!ok && err->cls == TETHER_CLASS_THROTTLED) {
-            pthread_mutex_lock(&p->lock);
-            ok = p->total > 1; /* this creation counts in total */
-            pthread_mutex_unlock(&p->lock);
-        }
-        tether_breaker_record(p->breaker, permit, ok, err);
-    }
+    int rc = TETHER_EOPEN, cut = 0;
+    if (permit != TETHER_EOPEN)
+        rc = pool_connect(p, budget_ms, &conn, err, &cut);
+    if (p->breaker && permit != TETHER_EOPEN)
+        record_connect(p, permit, rc, cut, err);
     pthread_mutex_lock(&p->lock);
     p->creating--;
+    if (probe)
+        atomic_store(&p->probing, 0);
     tether__slot *s = rc == 0 ? claim_free_locked(p) : NULL;
     if (rc != 0)
         p->total--;
@@ -742,7 +771,11 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
     pthread_cond_broadcast(&p->drained);
     pthread_mutex_unlock(&p->lock);
     if (rc != 0) {
-        if (rc != TETHER_EOPEN)
+        if (probe)
+            atomic_fetch_add(&p->probe_failures, 1);
+        if (cut)
+            atomic_fetch_add(&p->connects_cut, 1);
+        else if (rc != TETHER_EOPEN)
             atomic_fetch_add(&p->connect_failures, 1);
         return rc;
     }
@@ -751,6 +784,30 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
     atomic_fetch_add(&p->created, 1);
     *out = s;
     return 0;
+}
+
+int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
+                                 tether__slot **out, tether_error *err) {
+    int permit = TETHER_PERMIT_CALL;
+    if (p->breaker && atomic_load(&p->probing)) {
+        permit = TETHER_EOPEN; /* give the reservation back: wait for it */
+    } else if (p->breaker) {
+        permit = tether_breaker_allow(p->breaker, err);
+        if (permit == TETHER_EOPEN)
+            atomic_fetch_add(&p->breaker_rejections, 1);
+        /* The probe is the pool's: on its thread, with the whole budget
+         * (a virtual clock's tests keep it on the caller's, in step). */
+        if (permit == TETHER_PERMIT_PROBE && p->real_clock &&
+            tether__pool_probe_start(p) == 0) {
+            *out = NULL;
+            return TETHER__EPROBING;
+        }
+    }
+    int rc = tether__pool_connect_reserved(p, permit, budget_ms, 0, out, err);
+    return rc == TETHER_EOPEN && permit == TETHER_EOPEN &&
+                   atomic_load(&p->probing)
+               ? TETHER__EPROBING
+               : rc;
 }
 
 /* ---- acquire ------------------------------------------------------------- */
@@ -836,10 +893,12 @@ static int sleep_turn(acq *a, waiter *w, tether__slot **s) {
 
 /* A connect this caller made failed with rc: 0 to go round again (wait for
  * a release or the breaker's probe: tether__pool_refused), else rc. */
+static int timed_out(acq *a);
+
 static int after_refusal(acq *a, int rc) {
-    return tether__pool_refused(a->p, rc, a->err, a->deadline_ns, &a->no_create)
-               ? 0
-               : rc;
+    if (tether__pool_refused(a->p, rc, a->err, a->deadline_ns, &a->no_create))
+        return 0;
+    return rc == TETHER__EPROBING ? timed_out(a) : rc;
 }
 
 /* Wait in the queue until handed a slot, granted capacity, closed or the
@@ -900,8 +959,9 @@ static int wait_turn(acq *a, tether__slot **got) {
 static int arrive_locked(tether_pool *p, int no_create, int64_t deadline_ns,
                          int64_t *blocked_ms) {
     *blocked_ms = 0;
+    /* no_create (wait for a release) holds only while one may come. */
     int room = p->total < p->o.max_size && p->creating < p->o.max_creating &&
-               !no_create;
+               (!no_create || p->total == 0);
     if (p->total > 0) { /* others out: no probe to wait for */
         if (!room || p->nqueued)
             return ARRIVE_QUEUE;
@@ -951,13 +1011,25 @@ static int slow_round(acq *a, tether__slot **got) {
     return wait_turn(a, got);
 }
 
-static int timed_out(acq *a) {
-    atomic_fetch_add(&a->p->timeouts, 1);
+int tether__pool_timed_out(tether_pool *p, int64_t waited_ms,
+                           tether_error *err) {
+    atomic_fetch_add(&p->timeouts, 1);
+    char probe[96] = "";
+    if (atomic_load(&p->probing))
+        snprintf(
+            probe, sizeof(probe),
+            "; the breaker's probe has been connecting for %lld ms",
+            (long long)((tether__mono_ns() - p->probe_start_ns) / 1000000));
     return tether_error_set(
-        a->err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
-        "pool %s: no connection within %lld ms (%d in use, %d waiting)",
-        a->p->name, (long long)((a->deadline_ns - a->start_ns) / 1000000),
-        a->p->total, atomic_load(&a->p->waiters));
+        err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
+        "pool %s: no connection within %lld ms (%d in use, %d waiting%s)",
+        p->name, (long long)waited_ms, p->total, atomic_load(&p->waiters),
+        probe);
+}
+
+static int timed_out(acq *a) {
+    return tether__pool_timed_out(
+        a->p, (a->deadline_ns - a->start_ns) / 1000000, a->err);
 }
 
 static int acquire_slow(acq *a, tether__slot **out) {
@@ -1239,7 +1311,8 @@ void tether__pool_grant_locked(tether_pool *p) {
 int tether__pool_refused(tether_pool *p, int rc, const tether_error *err,
                          int64_t deadline_ns, int *no_create) {
     int throttled = err && err->cls == TETHER_CLASS_THROTTLED;
-    if ((rc != TETHER_EOPEN && !throttled) || tether__mono_ns() >= deadline_ns)
+    if ((rc != TETHER_EOPEN && rc != TETHER__EPROBING && !throttled) ||
+        tether__mono_ns() >= deadline_ns)
         return 0;
     pthread_mutex_lock(&p->lock);
     int others = p->total > 0;

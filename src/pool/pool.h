@@ -150,9 +150,12 @@ struct tether_pool {
     pthread_cond_t drained; /* total or background creators changed */
     waiter *head, *tail;
     int nqueued;
-    int total;    /* slots not FREE */
-    int creating; /* creations in progress */
-    int bg;       /* background creator threads alive */
+    int total;              /* slots not FREE */
+    int creating;           /* creations in progress */
+    int bg;                 /* background creator threads alive */
+    _Atomic int probing;    /* the pool's probe is connecting (probe.c);
+                               written under lock */
+    int64_t probe_start_ns; /* when it started (mono) */
     tether__rng rng;
     _Atomic int64_t next_retire_ms; /* lifetime retirements are spaced */
     int64_t retire_gap_ms;
@@ -160,6 +163,7 @@ struct tether_pool {
     /* Counters (slow path only). */
     _Atomic uint64_t created, connect_failures, timeouts, queue_full,
         breaker_rejections, leaks, retired_quick, stale_releases;
+    _Atomic uint64_t probes, probe_failures, connects_cut;
     _Atomic uint64_t closed[CLOSE_NREASONS];
     _Atomic uint64_t hist[TETHER_HIST_BUCKETS];
     _Atomic uint64_t hist_sum_us;
@@ -356,9 +360,47 @@ void tether__pool_put_idle(tether_pool *p, tether__slot *s);
 
 /* tether__pool_create_reserved creates a connection for a reservation
  * already counted in total and creating (released on failure). On success
- * the slot is returned in state USED. */
+ * the slot is returned in state USED. When the connect would be the
+ * breaker's probe, the pool makes it on its own thread with the whole
+ * connect budget (tether__pool_probe_start) and this returns
+ * TETHER__EPROBING: the reservation went with it, and the caller waits in
+ * the queue for the connection (tether__pool_refused says so). */
 int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
                                  tether__slot **out, tether_error *err);
+
+/* TETHER__EPROBING: the pool's probe connects for the caller (never
+ * returned to the application). */
+#define TETHER__EPROBING (-1000)
+
+/* tether__pool_connect_reserved is the connect of a reservation under a
+ * breaker permit (TETHER_PERMIT_CALL or _PROBE; TETHER_EOPEN: no connect,
+ * the reservation is released), with budget_ms (-1: the connector's or
+ * driver's own). A failure that the caller's budget cut short with nothing
+ * learnt is not held against the server (docs/breaker.md). probe: the
+ * pool's probe, whose mark it clears with the reservation. */
+int tether__pool_connect_reserved(tether_pool *p, int permit, int64_t budget_ms,
+                                  int probe, tether__slot **out,
+                                  tether_error *err);
+
+/* tether__pool_probe_start hands a reservation and the breaker's probe
+ * permit to a thread of the pool's that connects with the whole budget and
+ * puts the connection idle or in a waiter's hands (probe.c). Returns 0, or
+ * -1 when no thread could be started (the caller probes itself). */
+int tether__pool_probe_start(tether_pool *p);
+
+/* tether__pool_spawn starts fn(arg) on a detached thread with every
+ * signal blocked (the application's signals stay on its threads). Returns
+ * pthread_create's result. */
+int tether__pool_spawn(void *(*fn)(void *), void *arg);
+
+/* tether__pool_timed_out fills err for an acquire that waited waited_ms
+ * in vain (TETHER_ETIMEDOUT, counted), saying what is out, who waits, and
+ * how long the breaker's probe has been connecting. Returns the code. */
+int tether__pool_timed_out(tether_pool *p, int64_t waited_ms,
+                           tether_error *err);
+
+/* tether__pool_bg_done ends a background thread's hold on p (bg). */
+void tether__pool_bg_done(tether_pool *p);
 
 /* tether__pool_fill starts background creations up to min_size. */
 void tether__pool_fill(tether_pool *p);
