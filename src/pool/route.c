@@ -152,8 +152,14 @@ static int on_standby(route_ctx *c, const tether_attempt *a,
     }
     int rc = c->fn(s->handle, c->arg, a, err);
     if (rc >= 0) {
+        /* Counted where it ran: a standby promoted meanwhile reports its
+         * new role with the work's answer (docs/routing.md). */
+        int promoted = rp->drv->role &&
+                       rp->drv->role(s->conn) == TETHER_ROLE_PRIMARY;
         tether__pool_give_back(rp, s);
-        atomic_fetch_add_explicit(&r->reads_standby, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(promoted ? &r->reads_primary
+                                           : &r->reads_standby,
+                                  1, memory_order_relaxed);
         return 0;
     }
     if (err && err->cls == TETHER_CLASS_NONE)

@@ -383,6 +383,39 @@ static void test_standby_stopped_reads_on_primary(void **state) {
     tether_pool_destroy(p);
 }
 
+/* A standby promoted under the read side: a read that ran on it after the
+ * promotion is not counted as a read on a standby (metrics tell the
+ * truth). Last: it leaves two primaries. */
+static void test_promoted_standby_not_counted_as_standby(void **state) {
+    (void)state;
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s start-node %s standby >/dev/null 2>&1",
+             getenv("PGC_CTL"), getenv("PGC_DIR"));
+    assert_int_equal(system(cmd), 0);
+    tether_pool *p =
+        open_pool("tether_route=read-write-split tether_read_pool_max=1");
+    int64_t end = now_ms() + 10000;
+    while (run_where(p, TETHER_READONLY, 5000).standby != 1 && now_ms() < end)
+        sleep_ms(100); /* the read side's breaker, after the restart */
+    snprintf(cmd, sizeof(cmd), "%s promote %s standby >/dev/null 2>&1",
+             getenv("PGC_CTL"), getenv("PGC_DIR"));
+    assert_int_equal(system(cmd), 0);
+    tether_pool_metrics before = metrics(p);
+    int on_standby = 0;
+    for (int i = 0; i < 4; i++)
+        on_standby += run_where(p, TETHER_READONLY, 5000).standby == 1;
+    tether_pool_metrics m = metrics(p);
+    print_message("after the promotion: 4 reads, %d on a standby by the "
+                  "server's word; counted %llu on a standby, %llu on the "
+                  "primary\n",
+                  on_standby,
+                  (unsigned long long)(m.reads_standby - before.reads_standby),
+                  (unsigned long long)(m.reads_primary - before.reads_primary));
+    assert_int_equal(m.reads_standby - before.reads_standby, on_standby);
+    assert_int_equal(m.reads_primary - before.reads_primary, 4 - on_standby);
+    tether_pool_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || !getenv("PRIMARY_PORT") || !getenv("PGC_CTL")) {
         fprintf(stderr, "usage: scripts/pg-cluster run -- test_routing "
@@ -404,6 +437,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_unrouted_pool_unchanged),
         cmocka_unit_test(test_read_side_spreads),
         cmocka_unit_test(test_standby_stopped_reads_on_primary),
+        cmocka_unit_test(test_promoted_standby_not_counted_as_standby),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
