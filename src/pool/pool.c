@@ -712,11 +712,13 @@ static int pool_connect(tether_pool *p, int64_t budget_ms, void **conn,
     if (p->o.connector)
         return tether__connector_open(p->o.connector, budget_ms, conn, err,
                                       cut);
-    int64_t t0 = tether__pool_now(p);
+    const tether_clock *clock = tether__clock(p->o.clock);
+    int64_t t0 = tether__now_ms(clock);
     int rc = tether__driver_connect(p->drv, p->o.driver_ctx, NULL, budget_ms,
                                     p->o.clock, conn, err);
+    /* the whole budget, give or take the millisecond's rounding */
     *cut = rc == TETHER_ETIMEDOUT && budget_ms >= 0 &&
-           tether__pool_now(p) - t0 >= budget_ms;
+           tether__now_ms(clock) - t0 >= budget_ms - 1;
     return rc;
 }
 

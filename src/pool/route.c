@@ -154,8 +154,8 @@ static int on_standby(route_ctx *c, const tether_attempt *a,
     if (rc >= 0) {
         /* Counted where it ran: a standby promoted meanwhile reports its
          * new role with the work's answer (docs/routing.md). */
-        int promoted = rp->drv->role &&
-                       rp->drv->role(s->conn) == TETHER_ROLE_PRIMARY;
+        int promoted =
+            rp->drv->role && rp->drv->role(s->conn) == TETHER_ROLE_PRIMARY;
         tether__pool_give_back(rp, s);
         atomic_fetch_add_explicit(promoted ? &r->reads_primary
                                            : &r->reads_standby,

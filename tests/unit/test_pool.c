@@ -1273,6 +1273,79 @@ static void test_blocking_period_waits_for_probe(void **state) {
     teardown(&f);
 }
 
+/* The breaker's probe is the pool's (docs/breaker.md): when the period
+ * ends, the probe connects with the whole budget on a pool thread, not
+ * with the 60 ms its waiting caller has left. The caller times out saying
+ * so; the probe succeeds, closes the breaker, and its connection is idle
+ * for the next caller. Before, the caller probed with its 60 ms, the
+ * 150 ms connect was cut, and the breaker reopened for 3 s. */
+static void test_probe_has_whole_budget(void **state) {
+    (void)state;
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    real_opts(&f, &so, &po);
+    so.connect_latency_ms = 150;
+    po.max_size = 2;
+    po.breaker.jitter = 0;
+    po.breaker.open_ms = 200;
+    setup_with(&f, &so, &po);
+    tether_sim_set_down(f.sim, 1);
+    tether_error err = {0};
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
+                     TETHER_ECONNECT); /* opens for 200 ms */
+    tether_sim_set_down(f.sim, 0);
+    double t0 = thread_time_mono_ms();
+    assert_int_equal(tether_pool_acquire(f.pool, 260, &l, &err),
+                     TETHER_ETIMEDOUT); /* the probe takes 200 + 150 ms */
+    print_message("the caller: %s\n", err.message);
+    assert_non_null(strstr(err.message, "probe has been connecting"));
+    assert_true(thread_time_mono_ms() - t0 < 500);
+    tether_pool_metrics m;
+    for (int i = 0; i < 100; i++) { /* the probe ends at ~350 ms */
+        tether_pool_metrics_get(f.pool, &m);
+        if (!m.probing && m.idle == 1)
+            break;
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
+    assert_int_equal(m.probes, 1);
+    assert_int_equal(m.probe_failures, 0);
+    assert_int_equal(m.idle, 1); /* the probe's connection */
+    l = must_acquire(f.pool);
+    tether_lease_release(l);
+    teardown(&f);
+}
+
+/* A connect cut short by its caller's deadline before it learnt anything
+ * of the server is not held against it: the breaker stays closed, no
+ * failure is counted, and the next caller connects at once. Before, the
+ * cut connect opened the breaker. */
+static void test_cut_connect_not_counted(void **state) {
+    (void)state;
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    real_opts(&f, &so, &po);
+    so.connect_latency_ms = 200;
+    po.max_size = 2;
+    setup_with(&f, &so, &po);
+    tether_error err = {0};
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 50, &l, &err),
+                     TETHER_ETIMEDOUT);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
+    assert_int_equal(m.connects_cut, 1);
+    assert_int_equal(m.connect_failures, 0);
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err), 0);
+    tether_lease_release(l);
+    teardown(&f);
+}
+
 /* A server that refuses a connect as busy (53300) is up: the breaker stays
  * closed, and a caller whose connect it refused waits for a release while
  * other connections are out. */
@@ -2143,6 +2216,8 @@ int main(void) {
         cmocka_unit_test(test_blocking_period_waits_for_probe),
         cmocka_unit_test(test_throttled_connect_waits_for_release),
         cmocka_unit_test(test_throttled_with_none_out_paces),
+        cmocka_unit_test(test_probe_has_whole_budget),
+        cmocka_unit_test(test_cut_connect_not_counted),
         cmocka_unit_test(test_auth_failure_no_password),
         cmocka_unit_test(test_permanent_failure_fails_fast),
         cmocka_unit_test(test_no_lock_across_connect),
