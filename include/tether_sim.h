@@ -89,6 +89,14 @@ TETHER_API void tether_sim_set_down(tether_sim *sim, int down);
 TETHER_API void tether_sim_fail_next(tether_sim *sim, int n, int code,
                                      tether_class cls);
 
+/* tether_sim_fail_next_sqlstate is tether_sim_fail_next with the SQLSTATE
+ * the failures report (5 characters; NULL or "": the code's usual one:
+ * 28P01 for TETHER_EAUTH, 53300 for TETHER_ETHROTTLED, else 08006). For
+ * instance "57P03", a server starting up or shutting down. */
+TETHER_API void tether_sim_fail_next_sqlstate(tether_sim *sim, int n, int code,
+                                              tether_class cls,
+                                              const char *sqlstate);
+
 /* tether_sim_break_all breaks every open connection (like terminating every
  * backend): each is seen as broken by its next liveness check. */
 TETHER_API void tether_sim_break_all(tether_sim *sim);

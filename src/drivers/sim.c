@@ -47,6 +47,7 @@ typedef struct fail_req {
     int n;
     int code;
     tether_class cls;
+    char sqlstate[6]; /* "": the code's usual one */
 } fail_req;
 
 typedef struct sim_conn sim_conn;
@@ -279,9 +280,16 @@ static int fail_push(tether_sim *sim, fail_req r) {
  * queued before. n <= 0 does nothing; code >= 0 means TETHER_ECONNECT;
  * class NONE is filled in as classify would. */
 void tether_sim_fail_next(tether_sim *sim, int n, int code, tether_class cls) {
+    tether_sim_fail_next_sqlstate(sim, n, code, cls, NULL);
+}
+
+void tether_sim_fail_next_sqlstate(tether_sim *sim, int n, int code,
+                                   tether_class cls, const char *sqlstate) {
     if (!sim || n <= 0)
         return;
-    fail_req r = {n, code < 0 ? code : TETHER_ECONNECT, cls};
+    fail_req r = {n, code < 0 ? code : TETHER_ECONNECT, cls, ""};
+    if (sqlstate)
+        snprintf(r.sqlstate, sizeof(r.sqlstate), "%s", sqlstate);
     pthread_mutex_lock(&sim->lock);
     (void)fail_push(sim, r);
     pthread_mutex_unlock(&sim->lock);
@@ -366,7 +374,8 @@ static int fail_pop(tether_sim *sim, fail_req *r) {
 /* fail_next_error reports a queued failure like the server would. */
 static int fail_next_error(const fail_req *f, tether_error *err) {
     char msg[128];
-    const char *state = f->code == TETHER_EAUTH        ? "28P01"
+    const char *state = f->sqlstate[0]                 ? f->sqlstate
+                        : f->code == TETHER_EAUTH      ? "28P01"
                         : f->code == TETHER_ETHROTTLED ? "53300"
                                                        : "08006";
     snprintf(msg, sizeof(msg), "%s (sim fail_next)", tether_strerror(f->code));

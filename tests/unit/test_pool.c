@@ -1376,6 +1376,39 @@ static void test_throttled_connect_waits_for_release(void **state) {
     teardown(&f);
 }
 
+/* A server starting up or shutting down (57P03) serves no new session,
+ * whatever is out: its refusal opens the breaker even with a connection
+ * out, so the callers that come next make no connect of their own (before,
+ * one process made 28 connects within 70 ms of a stop, each refused). */
+static void test_shutting_down_paces_with_others_out(void **state) {
+    (void)state;
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    real_opts(&f, &so, &po);
+    po.max_size = 4;
+    po.breaker.jitter = 0;
+    setup_with(&f, &so, &po);
+    tether_lease *x = must_acquire(f.pool);
+    tether_sim_fail_next_sqlstate(f.sim, 1, TETHER_ETHROTTLED,
+                                  TETHER_CLASS_THROTTLED, "57P03");
+    tether_error err = {0};
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 100, &l, &err),
+                     TETHER_ETIMEDOUT); /* refused: waits for x in vain */
+    tether_sim_stats st, st2;
+    tether_sim_stats_get(f.sim, &st);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_not_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
+    for (int i = 0; i < 5; i++) /* no connect while it blocks */
+        assert_int_not_equal(tether_pool_acquire(f.pool, 20, &l, &err), 0);
+    tether_sim_stats_get(f.sim, &st2);
+    assert_int_equal(st2.connects, st.connects);
+    tether_lease_release(x);
+    teardown(&f);
+}
+
 /* A pool with no connection whose connect the server refused as busy has
  * nothing to wait for: the refusal paces its next connect like a failure
  * (else every caller connects again at once: a herd at a busy server), and
@@ -2216,6 +2249,7 @@ int main(void) {
         cmocka_unit_test(test_blocking_period_waits_for_probe),
         cmocka_unit_test(test_throttled_connect_waits_for_release),
         cmocka_unit_test(test_throttled_with_none_out_paces),
+        cmocka_unit_test(test_shutting_down_paces_with_others_out),
         cmocka_unit_test(test_probe_has_whole_budget),
         cmocka_unit_test(test_cut_connect_not_counted),
         cmocka_unit_test(test_auth_failure_no_password),
