@@ -574,6 +574,7 @@ int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
     }
     if (cut) /* the race keeps no tally: a time-out at the caller's end */
         *cut = rc != 0 && r.by_caller && r.learnt == 0 &&
+               budget_ms < TETHER__CUT_FLOOR_MS &&
                (c->cfg.strategy != TETHER_STRATEGY_RACE ||
                 rc == TETHER_ETIMEDOUT) &&
                took >= budget_ms;

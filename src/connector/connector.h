@@ -113,6 +113,12 @@ typedef struct tether__tally {
     char why[TETHER__TALLY_SHOWN][TETHER__TALLY_WHY];
 } tether__tally;
 
+/* A connect given less than this by its caller that ran out of time proves
+ * nothing of the servers: even a healthy one may take that long to accept
+ * under load (docs/breaker.md). One given more, that heard nothing, counts
+ * as a failure like any other. */
+#define TETHER__CUT_FLOOR_MS 100
+
 /* Why an attempt was cut short (tether__tally_fail's cut): the login
  * timeout, or the caller's deadline (a shorter budget it gave). */
 enum { TETHER__CUT_LOGIN = 1, TETHER__CUT_CALLER = 2 };
@@ -154,8 +160,9 @@ struct tether_connector {
  * budget_ms (also capped by the login timeout; -1: the login timeout) and
  * returns the driver's connection (not the user handle). *cut (cut may be
  * NULL) is 1 when it failed only because budget_ms, shorter than the login
- * timeout, ran out before any attempt told something of a server: the
- * caller's loss, not the servers' (docs/breaker.md). */
+ * timeout and than TETHER__CUT_FLOOR_MS, ran out before any attempt told
+ * something of a server: the caller's loss, not the servers'
+ * (docs/breaker.md). */
 int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
                            tether_error *err, int *cut);
 

@@ -716,8 +716,9 @@ static int pool_connect(tether_pool *p, int64_t budget_ms, void **conn,
     int64_t t0 = tether__now_ms(clock);
     int rc = tether__driver_connect(p->drv, p->o.driver_ctx, NULL, budget_ms,
                                     p->o.clock, conn, err);
-    /* the whole budget, give or take the millisecond's rounding */
+    /* the whole of a short budget, give or take the ms's rounding */
     *cut = rc == TETHER_ETIMEDOUT && budget_ms >= 0 &&
+           budget_ms < TETHER__CUT_FLOOR_MS &&
            tether__now_ms(clock) - t0 >= budget_ms - 1;
     return rc;
 }
