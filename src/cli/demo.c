@@ -654,10 +654,12 @@ static int writes_back_due(fault_rec *fr, int64_t now) {
 }
 
 /* Wait until writes are back in every pool after fr's server returned,
- * or late (at most WRITES_BACK_WAIT_MS), then judge them; writes still
- * not back are looked for during the faults that follow (late_fault).
- * Returns 0 on stop. */
-static int wait_writes_back(fault_rec *fr) {
+ * or late, then judge them. The soak waits up to WRITES_BACK_WAIT_MS; the
+ * demo keeps its schedule and waits until the next fault is due (until_ms):
+ * what is not decided by then is not judged (a fault in force would move
+ * the figure). Writes still not back are looked for during the faults
+ * that follow (late_fault). Returns 0 on stop. */
+static int wait_writes_back(fault_rec *fr, int64_t until_ms) {
     if (fr->e.kind == FAULT_BLACKHOLE && !atomic_load(&fr->back_ms)) {
         if (!sleep_until(back_not_before(fr)))
             return 0;
@@ -666,8 +668,11 @@ static int wait_writes_back(fault_rec *fr) {
     int64_t back = atomic_load(&fr->back_ms);
     if (!back)
         return 1; /* the server was not brought back: nothing to judge */
-    while (!writes_back_due(fr, now_ms()) &&
-           now_ms() < back + WRITES_BACK_WAIT_MS)
+    if (D.o.chaos || !until_ms || until_ms > back + WRITES_BACK_WAIT_MS)
+        until_ms = back + WRITES_BACK_WAIT_MS;
+    if (until_ms < back + 2 * CHECK_WRITES_BACK_MS) /* the quick ones */
+        until_ms = back + 2 * CHECK_WRITES_BACK_MS;
+    while (!writes_back_due(fr, now_ms()) && now_ms() < until_ms)
         if (!sleep_until(now_ms() + 10))
             return 0;
     judge_back(fr, now_ms());
@@ -732,7 +737,8 @@ static void *fault_main(void *arg) {
         else if (fr->e.kind != FAULT_TERMINATE)
             announce("fault: %s ends%s", fault_kind_name(fr->e.kind),
                      fr->e.kind == FAULT_FAILOVER ? ": standby promoted" : "");
-        if (!wait_recovered(fr) || (ended && !wait_writes_back(fr)))
+        int64_t next = i + 1 < D.nfaults ? D.faults[i + 1].e.at_ms : 0;
+        if (!wait_recovered(fr) || (ended && !wait_writes_back(fr, next)))
             return NULL;
         atomic_store(&D.calm_since, now_ms());
         atomic_store(&D.fault_busy, 0);
@@ -864,7 +870,8 @@ static int worst_pool(const fault_rec *fr) {
     for (int k = 1; k < DEMO_POOLS; k++) {
         int64_t a = writes_back_ms(fr, worst), b = writes_back_ms(fr, k);
         if (fr->wb[k].breach > fr->wb[worst].breach ||
-            (fr->wb[k].breach == fr->wb[worst].breach && (b < 0 || b > a)))
+            (fr->wb[k].breach == fr->wb[worst].breach && a >= 0 &&
+             (b < 0 || b > a)))
             worst = k;
     }
     return worst;
@@ -900,16 +907,19 @@ static double rss_growth_pct(void) {
 }
 
 /* The "back" column for fr. */
+static const char *back_mark(const fault_back *b) {
+    return b->breach ? "!" : b->judged ? "" : "?";
+}
+
 static void back_text(const fault_rec *fr, char *buf, size_t n) {
     int k = worst_pool(fr);
     int64_t w = writes_back_ms(fr, k);
     if (!atomic_load(&fr->back_ms))
         snprintf(buf, n, "-");
     else if (w < 0)
-        snprintf(buf, n, "none%s", fr->wb[k].breach ? "!" : "");
+        snprintf(buf, n, "none%s", back_mark(&fr->wb[k]));
     else
-        snprintf(buf, n, "%lld ms%s", (long long)w,
-                 fr->wb[k].breach ? "!" : "");
+        snprintf(buf, n, "%lld ms%s", (long long)w, back_mark(&fr->wb[k]));
 }
 
 /* A line for each pool whose writes came back late after fr. */
@@ -978,7 +988,8 @@ static void report_text(const once_count *oc, const once_count *jc,
            "statement begun after;\n errors: failures idempotent work saw; "
            "writes: non-idempotent inserts that failed;\n back: from the "
            "server's return to the first write done in both pools, ! when "
-           "later\n than %d ms after the end of the breaker's period then)\n",
+           "later\n than %d ms after the end of the breaker's period then, "
+           "? not judged: the next fault\n was due first)\n",
            CHECK_WRITES_BACK_MS);
     for (int i = 0; i < D.nfaults; i++)
         late_text(&D.faults[i]);

@@ -40,7 +40,9 @@ if r["memory_checked"]:  # not under a sanitizer (its allocator grows)
 assert r["accounting_checks"] > 0, "the accounting was never checked"
 assert r["ops"] > 1000
 done = sum(r["faults"].values())
-assert done >= float(sys.argv[2]) / 6, f"only {done} faults"
+# each fault waits for writes to be back in both pools, which may take the
+# breaker's period (up to 15 s) after a stop or a long hang
+assert done >= float(sys.argv[2]) / 10, f"only {done} faults"
 if float(sys.argv[2]) >= 100:
     assert all(n > 0 for n in r["faults"].values()), f"kinds: {r['faults']}"
 PY
