@@ -8,7 +8,16 @@
  * small table (idempotent: retried across faults), and inserts of unique
  * ids (not idempotent: retried only when they surely never reached the
  * server). At the end the inserts are counted in the database: an id
- * there twice is a duplicate, an acknowledged id not there is missing. */
+ * there twice is a duplicate, an acknowledged id not there is missing.
+ *
+ * Beside it, a job worker with a pool of its own, as a real service runs
+ * one (docs/failures.md, "A real service's mix"): JOB_THREADS threads on
+ * JOB_POOL connections, each job a transaction of several statements on
+ * one lease (not idempotent) within a deadline of 1-3 s
+ * (tether_pool_run_for), counted in the database at the end like the
+ * inserts; and after each fault, writes must be back in both pools within
+ * CHECK_WRITES_BACK_MS of the later of the server's return and the end of
+ * the breaker's period in force then (demo_check.c). */
 #include "cli.h"
 #include "demo.h"
 
@@ -33,6 +42,15 @@
  * deadline, its acquire timeout; a return later is an overrun. */
 #define RUN_LIMIT_MS 15000
 #define APP "tether-demo" /* the pool's application_name */
+#define JOBS_APP "tether-demo-jobs"
+#define JOB_THREADS 8   /* the job worker's threads ... */
+#define JOB_POOL 4      /* ... on a pool of its own */
+#define JOB_MIN_MS 1000 /* each job's deadline: 1-3 s */
+#define JOB_MAX_MS 3000
+#define SERVER_SLOTS 17 /* pg-cluster: max_connections less the reserved */
+/* How long after the server's return the fault thread waits for writes to
+ * be back in both pools before it judges them and goes on. */
+#define WRITES_BACK_WAIT_MS 30000
 
 typedef struct demo_opts {
     int threads, pool;
@@ -47,6 +65,8 @@ static struct demo {
     demo_opts o;
     fault_cluster cl;
     tether_pool *pool;
+    tether_pool *jobs; /* the job worker's pool */
+    pool_watch watch[DEMO_POOLS];
     int64_t t0_ns;
     atomic_int stop;
     pthread_mutex_t lock; /* secs */
@@ -54,11 +74,17 @@ static struct demo {
     int nsecs;
     fault_rec faults[FAULT_MAX_EVENTS];
     int nfaults;
-    atomic_int cur_fault; /* index of the last fault begun, -1: none */
+    atomic_int cur_fault;  /* index of the last fault begun, -1: none */
+    atomic_int late_fault; /* the last one whose writes were not back when
+                              the next began, -1: none */
     atomic_uint_fast64_t ops, app_errors, write_failures, writes_acked;
+    atomic_uint_fast64_t jobs_ok, jobs_failed, jobs_unsent;
     char first_error[TETHER_MSG_MAX];
+    char first_overrun[TETHER_MSG_MAX + 80]; /* the first call over its
+                                                limit: which, and why */
     int tty;
-    char settings[300];    /* the pool's connection-string settings */
+    char settings[300]; /* the pool's connection-string settings */
+    char jobs_settings[300];
     atomic_int fault_busy; /* a fault is being done, held or recovered */
     atomic_int_fast64_t calm_since; /* when the last one was over */
     check_report chk;
@@ -98,26 +124,30 @@ typedef struct stmt {
     char p[2][24];
 } stmt;
 
-/* Run s on conn within the attempt's time (and STMT_TIMEOUT_MS): sent
- * without blocking, its result awaited with poll. A statement that runs
- * out of time leaves the session busy: the pool discards the connection
- * (its reset finds a query in flight). */
-static int run_stmt(PGconn *conn, const stmt *s, const tether_attempt *a,
+/* The attempt's end: its time, at most STMT_TIMEOUT_MS, from now. */
+static int64_t attempt_until(const tether_attempt *a) {
+    int64_t limit = a->timeout_ms >= 0 && a->timeout_ms < STMT_TIMEOUT_MS
+                        ? a->timeout_ms
+                        : STMT_TIMEOUT_MS;
+    return now_ms() + limit;
+}
+
+/* Run s on conn until the run clock reads until: sent without blocking,
+ * its result awaited with poll. A statement that runs out of time leaves
+ * the session busy: the pool discards the connection (its reset finds a
+ * query in flight). */
+static int run_stmt(PGconn *conn, const stmt *s, int64_t until,
                     tether_error *err) {
     const char *vals[2] = {s->p[0], s->p[1]};
     if (!PQsendQueryParams(conn, s->sql, s->nparams, NULL, vals, NULL, NULL, 0))
         return tether_pq_error(conn, NULL, err);
-    int64_t limit = a->timeout_ms >= 0 && a->timeout_ms < STMT_TIMEOUT_MS
-                        ? a->timeout_ms
-                        : STMT_TIMEOUT_MS;
-    int64_t until = now_ms() + limit;
     while (PQisBusy(conn)) {
         int64_t left = until - now_ms();
         struct pollfd pfd = {PQsocket(conn), POLLIN, 0};
         if (left <= 0 || poll(&pfd, 1, (int)left) == 0)
-            return tether_error_set(
-                err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
-                "statement ran past %lld ms", (long long)limit);
+            return tether_error_set(err, TETHER_ETIMEDOUT,
+                                    TETHER_CLASS_TRANSIENT,
+                                    "statement ran past its bound");
         if (!PQconsumeInput(conn))
             return tether_pq_error(conn, NULL, err);
     }
@@ -135,7 +165,54 @@ static int run_stmt(PGconn *conn, const stmt *s, const tether_attempt *a,
 static int work(void *conn, void *arg, const tether_attempt *a,
                 tether_error *err) {
     check_hold(conn);
-    int rc = run_stmt(conn, arg, a, err);
+    int rc = run_stmt(conn, arg, attempt_until(a), err);
+    check_unhold(conn);
+    return rc;
+}
+
+/* ---- the job worker's transactions --------------------------------------- */
+
+/* One job: a transaction of several statements on one lease, within the
+ * caller's deadline. Its rows: one in demo_job (steps 2 once committed)
+ * and one in demo_job_item; count_jobs finds a job half applied, twice,
+ * or acknowledged and missing. */
+typedef struct job {
+    uint64_t id;
+    unsigned kv;      /* a demo_kv row it reads */
+    int64_t until_ms; /* the caller's deadline on the run clock */
+} job;
+
+/* The job's statements, each with its one parameter: 'i' the job's id,
+ * 'k' the demo_kv row, 0 none. */
+static const struct {
+    const char *sql;
+    char param;
+} job_steps[] = {
+    {"BEGIN", 0},
+    {"INSERT INTO demo_job (job_id, steps) VALUES ($1, 1)", 'i'},
+    {"SELECT v FROM demo_kv WHERE id = $1", 'k'},
+    {"UPDATE demo_job SET steps = steps + 1 WHERE job_id = $1", 'i'},
+    {"INSERT INTO demo_job_item (job_id) VALUES ($1)", 'i'},
+    {"COMMIT", 0},
+};
+
+static int job_work(void *conn, void *arg, const tether_attempt *a,
+                    tether_error *err) {
+    const job *j = arg;
+    int64_t until = attempt_until(a);
+    if (j->until_ms < until)
+        until = j->until_ms;
+    check_hold(conn);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < sizeof(job_steps) / sizeof(*job_steps);
+         i++) {
+        stmt s = {job_steps[i].sql, job_steps[i].param != 0, {"", ""}};
+        if (job_steps[i].param == 'i')
+            snprintf(s.p[0], sizeof(s.p[0]), "%llu", (unsigned long long)j->id);
+        else if (job_steps[i].param == 'k')
+            snprintf(s.p[0], sizeof(s.p[0]), "%u", j->kv);
+        rc = run_stmt(conn, &s, until, err);
+    }
     check_unhold(conn);
     return rc;
 }
@@ -144,6 +221,7 @@ static int work(void *conn, void *arg, const tether_attempt *a,
 
 typedef struct worker {
     int index;
+    int job; /* one of the job worker's threads */
     uint64_t seed, seq;
     FILE *acked; /* ids of acknowledged inserts (a temporary file) */
     size_t nacked;
@@ -162,6 +240,31 @@ static uint64_t rnd(worker *w) {
 static void note_ack(worker *w, uint64_t id) {
     if (w->acked && fwrite(&id, sizeof(id), 1, w->acked) == 1)
         w->nacked++;
+}
+
+/* Note a write (an insert, an update, a job) of pool k done at t_end: the
+ * first at or after the current fault's server came back. */
+static void note_write_after(int f, int k, int64_t t_end) {
+    if (f < 0)
+        return;
+    fault_rec *fr = &D.faults[f];
+    int64_t back = atomic_load(&fr->back_ms);
+    if (!back || t_end < back || atomic_load(&fr->wb[k].first_write_ms))
+        return;
+    int_fast64_t zero = 0;
+    atomic_compare_exchange_strong(&fr->wb[k].first_write_ms, &zero, t_end);
+}
+
+static void note_write(int k, int64_t t_end) {
+    note_write_after(atomic_load(&D.cur_fault), k, t_end);
+    note_write_after(atomic_load(&D.late_fault), k, t_end);
+}
+
+/* Note a call of pool k that ended at t_end with rc and err. */
+static void note_refusal(int k, int rc, int64_t t_end,
+                         const tether_error *err) {
+    if (rc == TETHER_EOPEN)
+        check_watch_eopen(&D.watch[k], t_end, err->message);
 }
 
 /* Account one finished statement started at t_start. */
@@ -204,9 +307,56 @@ static void account(int64_t t_start, int64_t t_end, int ok, int idempotent,
     pthread_mutex_unlock(&D.lock);
 }
 
+/* Note the first call (a job or not) that ran over its limit by more than
+ * the slack: what it returned. */
+static void note_overrun(int is_job, int64_t took, int64_t limit, int rc,
+                         const tether_error *err) {
+    if (took - limit <= CHECK_OVERRUN_SLACK_MS)
+        return;
+    pthread_mutex_lock(&D.lock);
+    if (!D.first_overrun[0])
+        snprintf(D.first_overrun, sizeof(D.first_overrun),
+                 "%s of %lld ms took %lld ms: %s%s%s",
+                 is_job ? "a job" : "a call", (long long)limit, (long long)took,
+                 rc ? tether_errname(rc) : "ok", rc ? ": " : "",
+                 rc ? err->message : "");
+    pthread_mutex_unlock(&D.lock);
+}
+
+/* One job of the job worker: returns 0, or -1 once the pool is closed. */
+static int run_job(worker *w) {
+    int64_t limit =
+        JOB_MIN_MS + (int64_t)(rnd(w) % (JOB_MAX_MS - JOB_MIN_MS + 1));
+    int64_t t = now_ms();
+    job j = {((uint64_t)(w->index + 1) << 32) | ++w->seq,
+             (unsigned)(rnd(w) % 1000) + 1, t + limit};
+    tether_error err;
+    int rc = tether_pool_run_for(D.jobs, 0, limit, job_work, &j, &err);
+    int64_t end = now_ms();
+    if (atomic_load(&D.stop) && rc == TETHER_ECLOSED)
+        return -1;
+    check_took(end - t, limit);
+    note_overrun(1, end - t, limit, rc, &err);
+    if (rc == 0) {
+        note_ack(w, j.id);
+        atomic_fetch_add(&D.jobs_ok, 1);
+        note_write(POOL_JOBS, end);
+        return 0;
+    }
+    note_refusal(POOL_JOBS, rc, end, &err);
+    atomic_fetch_add(err.not_sent ? &D.jobs_unsent : &D.jobs_failed, 1);
+    int f = atomic_load(&D.cur_fault);
+    if (f >= 0)
+        atomic_fetch_add(&D.faults[f].job_failures, 1);
+    return 0;
+}
+
 static void *worker_main(void *arg) {
     worker *w = arg;
-    while (!atomic_load(&D.stop)) {
+    while (w->job && !atomic_load(&D.stop))
+        if (run_job(w) != 0)
+            return NULL;
+    while (!w->job && !atomic_load(&D.stop)) {
         stmt s = {0};
         unsigned pick = (unsigned)(rnd(w) % 100);
         unsigned flags = TETHER_IDEMPOTENT;
@@ -237,7 +387,12 @@ static void *worker_main(void *arg) {
         }
         if (atomic_load(&D.stop) && rc == TETHER_ECLOSED)
             break;
+        if (rc == 0 && pick >= 60)
+            note_write(POOL_APP, end);
+        else if (rc != 0)
+            note_refusal(POOL_APP, rc, end, &err);
         check_took(end - t, RUN_LIMIT_MS);
+        note_overrun(0, end - t, RUN_LIMIT_MS, rc, &err);
         if (rc != 0 && flags)
             check_failed(t, end, RUN_LIMIT_MS);
         account(t, end, rc == 0, flags != 0, &err);
@@ -249,7 +404,9 @@ static void *worker_main(void *arg) {
 
 static int setup_schema(char *why, size_t n) {
     static stmt ddl[] = {
-        {"DROP TABLE IF EXISTS demo_kv, demo_once", 0, {"", ""}},
+        {"DROP TABLE IF EXISTS demo_kv, demo_once, demo_job, demo_job_item",
+         0,
+         {"", ""}},
         {"CREATE TABLE demo_kv (id int PRIMARY KEY, v bigint NOT NULL)",
          0,
          {"", ""}},
@@ -258,6 +415,11 @@ static int setup_schema(char *why, size_t n) {
          {"", ""}},
         /* no unique key: a duplicate must be countable */
         {"CREATE TABLE demo_once (op_id bigint NOT NULL)", 0, {"", ""}},
+        {"CREATE TABLE demo_job (job_id bigint NOT NULL, steps int NOT NULL)",
+         0,
+         {"", ""}},
+        {"CREATE INDEX ON demo_job (job_id)", 0, {"", ""}},
+        {"CREATE TABLE demo_job_item (job_id bigint NOT NULL)", 0, {"", ""}},
     };
     for (size_t i = 0; i < sizeof(ddl) / sizeof(ddl[0]); i++) {
         tether_error err;
@@ -276,57 +438,132 @@ static int cmp_u64(const void *a, const void *b) {
 
 typedef struct once_count {
     int64_t rows, duplicates, missing, checked;
+    int64_t partial; /* jobs: half applied */
 } once_count;
 
-/* Count the inserts in the database against the acknowledged ids. */
-static int count_once(worker *ws, int nw, once_count *oc, char *why, size_t n) {
+/* The check's own connection to the writable node. */
+static PGconn *check_connect(void) {
     char ci[1024];
     fault_cluster_conninfo(&D.cl, 0, "tether-demo-check",
                            "target_session_attrs=read-write connect_timeout=10",
                            ci, sizeof(ci));
-    PGconn *c = PQconnectdb(ci);
-    PGresult *r = NULL;
-    if (PQstatus(c) == CONNECTION_OK)
-        r = PQexec(c, "SELECT op_id, count(*) FROM demo_once GROUP BY op_id "
-                      "ORDER BY op_id");
-    if (!r || PQresultStatus(r) != PGRES_TUPLES_OK) {
-        snprintf(why, n, "counting the inserts: %s", PQerrorMessage(c));
-        PQclear(r);
-        PQfinish(c);
-        return -1;
-    }
+    return PQconnectdb(ci);
+}
+
+/* The acknowledged ids of the workers whose job flag is jobs, sorted, in
+ * *k; NULL when out of memory. */
+static uint64_t *load_acked(worker *ws, int nw, int jobs, size_t *k) {
     size_t total = 0;
     for (int i = 0; i < nw; i++)
-        total += ws[i].nacked;
+        total += ws[i].job == jobs ? ws[i].nacked : 0;
     uint64_t *acked = malloc((total + 1) * sizeof(*acked));
-    size_t k = 0;
+    *k = 0;
     for (int i = 0; acked && i < nw; i++) {
+        if (ws[i].job != jobs)
+            continue;
         rewind(ws[i].acked);
-        k += fread(acked + k, sizeof(*acked), ws[i].nacked, ws[i].acked);
+        *k += fread(acked + *k, sizeof(*acked), ws[i].nacked, ws[i].acked);
     }
-    memset(oc, 0, sizeof(*oc));
     if (acked)
-        qsort(acked, k, sizeof(*acked), cmp_u64);
-    int rows = PQntuples(r);
+        qsort(acked, *k, sizeof(*acked), cmp_u64);
+    return acked;
+}
+
+/* Run a counting query q on the check connection; NULL with why filled. */
+static PGresult *count_query(PGconn *c, const char *q, char *why, size_t n) {
+    PGresult *r = PQstatus(c) == CONNECTION_OK ? PQexec(c, q) : NULL;
+    if (r && PQresultStatus(r) == PGRES_TUPLES_OK)
+        return r;
+    snprintf(why, n, "counting the writes: %s", PQerrorMessage(c));
+    PQclear(r);
+    return NULL;
+}
+
+/* Walk the rows of r (id first, sorted) against the acknowledged ids:
+ * an acknowledged id absent, or present with present(row) 0, is missing. */
+static void match_acked(PGresult *r, const uint64_t *acked, size_t k,
+                        once_count *oc, int (*present)(PGresult *, int)) {
     size_t a = 0;
-    for (int i = 0; i < rows; i++) {
+    for (int i = 0; i < PQntuples(r); i++) {
         uint64_t id = strtoull(PQgetvalue(r, i, 0), NULL, 10);
+        while (a < k && acked[a] < id)
+            oc->missing++, a++; /* acknowledged, not in the table */
+        if (a < k && acked[a] == id)
+            oc->missing += !present(r, i), a++;
+    }
+    oc->missing += (int64_t)(k - a);
+    oc->checked = (int64_t)k;
+}
+
+static int once_present(PGresult *r, int i) {
+    (void)r, (void)i;
+    return 1;
+}
+
+/* Count the inserts in the database against the acknowledged ids. */
+static int count_once(PGconn *c, worker *ws, int nw, once_count *oc, char *why,
+                      size_t n) {
+    memset(oc, 0, sizeof(*oc));
+    PGresult *r = count_query(c,
+                              "SELECT op_id, count(*) FROM demo_once GROUP BY "
+                              "op_id ORDER BY op_id",
+                              why, n);
+    if (!r)
+        return -1;
+    for (int i = 0; i < PQntuples(r); i++) {
         int64_t cnt = strtoll(PQgetvalue(r, i, 1), NULL, 10);
         oc->rows += cnt;
-        if (cnt > 1)
-            oc->duplicates += cnt - 1;
-        while (acked && a < k && acked[a] < id)
-            oc->missing++, a++; /* acknowledged, not in the table */
-        if (acked && a < k && acked[a] == id)
-            a++;
+        oc->duplicates += cnt > 1 ? cnt - 1 : 0;
     }
+    size_t k;
+    uint64_t *acked = load_acked(ws, nw, 0, &k);
     if (acked)
-        oc->missing += (int64_t)(k - a);
-    oc->checked = (int64_t)k;
+        match_acked(r, acked, k, oc, once_present);
     free(acked);
     PQclear(r);
-    PQfinish(c);
-    return 0;
+    return acked ? 0 : (snprintf(why, n, "out of memory"), -1);
+}
+
+/* A job's row: job_id, its demo_job rows, their least and most steps, its
+ * demo_job_item rows. Applied: one of each, steps 2. */
+static int64_t col(PGresult *r, int i, int j) {
+    return strtoll(PQgetvalue(r, i, j), NULL, 10);
+}
+
+static int job_present(PGresult *r, int i) {
+    return col(r, i, 1) > 0;
+}
+
+/* Count the jobs in the database: duplicates (a job's rows twice), half
+ * applied (its rows not all there, or its update lost), missing (an
+ * acknowledged job not there). */
+static int count_jobs(PGconn *c, worker *ws, int nw, once_count *oc, char *why,
+                      size_t n) {
+    memset(oc, 0, sizeof(*oc));
+    PGresult *r = count_query(
+        c,
+        "SELECT job_id, coalesce(j.n, 0), coalesce(j.lo, 0), "
+        "coalesce(j.hi, 0), coalesce(i.n, 0) FROM (SELECT job_id, count(*) n, "
+        "min(steps) lo, max(steps) hi FROM demo_job GROUP BY job_id) j FULL "
+        "JOIN (SELECT job_id, count(*) n FROM demo_job_item GROUP BY job_id) "
+        "i USING (job_id) ORDER BY job_id",
+        why, n);
+    if (!r)
+        return -1;
+    for (int i = 0; i < PQntuples(r); i++) {
+        int64_t jobs = col(r, i, 1), items = col(r, i, 4);
+        oc->rows += jobs > items ? jobs : items;
+        oc->duplicates +=
+            (jobs > 1 ? jobs - 1 : 0) + (items > 1 ? items - 1 : 0);
+        oc->partial += jobs != items || col(r, i, 2) != 2 || col(r, i, 3) != 2;
+    }
+    size_t k;
+    uint64_t *acked = load_acked(ws, nw, 1, &k);
+    if (acked)
+        match_acked(r, acked, k, oc, job_present);
+    free(acked);
+    PQclear(r);
+    return acked ? 0 : (snprintf(why, n, "out of memory"), -1);
 }
 
 /* ---- the fault thread ---------------------------------------------------- */
@@ -353,6 +590,108 @@ static int wait_recovered(const fault_rec *fr) {
         if (!sleep_until(now_ms() + 20))
             return 0;
     return 1;
+}
+
+/* The server is back for fr now: the breakers' state then, and the start
+ * of the writes-back clock. */
+static void start_back(fault_rec *fr) {
+    int64_t t = now_ms();
+    for (int k = 0; k < DEMO_POOLS; k++)
+        check_back_start(&fr->wb[k], &D.watch[k], t);
+    atomic_store(&fr->back_ms, t);
+}
+
+/* A blackhole's connections stay silent for good: the server is back for
+ * them only at the end of the bound of the statements it caught, so its
+ * writes-back clock starts then if later (docs/failures.md, "Writes back
+ * after a fault"). */
+static int64_t back_not_before(const fault_rec *fr) {
+    return fr->e.kind == FAULT_BLACKHOLE ? fr->inforce_ms + STMT_TIMEOUT_MS : 0;
+}
+
+/* fault_end's call the moment the server is back. */
+static void on_server_back(void *ctx) {
+    (void)ctx;
+    int f = atomic_load(&D.cur_fault);
+    if (f >= 0 && now_ms() >= back_not_before(&D.faults[f]))
+        start_back(&D.faults[f]);
+}
+
+static int writes_all_back(const fault_rec *fr) {
+    for (int k = 0; k < DEMO_POOLS; k++)
+        if (!atomic_load(&fr->wb[k].first_write_ms))
+            return 0;
+    return 1;
+}
+
+/* Judge whether writes came back in time after fr (at now_ms). */
+static void judge_back(fault_rec *fr, int64_t now) {
+    int64_t back = atomic_load(&fr->back_ms);
+    if (!back || fr->back_judged)
+        return;
+    fr->back_judged = 1;
+    for (int k = 0; k < DEMO_POOLS; k++) {
+        fault_back *b = &fr->wb[k];
+        check_back_judge(b, &D.watch[k], back, now);
+        int64_t w = atomic_load(&b->first_write_ms);
+        if (b->breach)
+            announce("check: %s: writes of the %s pool %s %lld ms after the "
+                     "server's return, allowed %lld (breaker %s then)",
+                     fault_kind_name(fr->e.kind), D.watch[k].name,
+                     w ? "back" : "not back", (long long)((w ? w : now) - back),
+                     (long long)check_back_allowance_ms(b, back),
+                     tether_breaker_state_name(b->state));
+    }
+}
+
+/* Whether every pool's writes after fr are back, or late already. */
+static int writes_back_due(fault_rec *fr, int64_t now) {
+    int64_t back = atomic_load(&fr->back_ms);
+    for (int k = 0; k < DEMO_POOLS; k++)
+        if (!check_back_due(&fr->wb[k], &D.watch[k], back, now))
+            return 0;
+    return 1;
+}
+
+/* Wait until writes are back in every pool after fr's server returned,
+ * or late, then judge them. The soak waits up to WRITES_BACK_WAIT_MS; the
+ * demo keeps its schedule and waits until the next fault is due (until_ms):
+ * what is not decided by then is not judged (a fault in force would move
+ * the figure). Writes still not back are looked for during the faults
+ * that follow (late_fault). Returns 0 on stop. */
+static int wait_writes_back(fault_rec *fr, int64_t until_ms) {
+    if (fr->e.kind == FAULT_BLACKHOLE && !atomic_load(&fr->back_ms)) {
+        if (!sleep_until(back_not_before(fr)))
+            return 0;
+        start_back(fr);
+    }
+    int64_t back = atomic_load(&fr->back_ms);
+    if (!back)
+        return 1; /* the server was not brought back: nothing to judge */
+    if (D.o.chaos || !until_ms || until_ms > back + WRITES_BACK_WAIT_MS)
+        until_ms = back + WRITES_BACK_WAIT_MS;
+    if (until_ms < back + 2 * CHECK_WRITES_BACK_MS) /* the quick ones */
+        until_ms = back + 2 * CHECK_WRITES_BACK_MS;
+    while (!writes_back_due(fr, now_ms()) && now_ms() < until_ms)
+        if (!sleep_until(now_ms() + 10))
+            return 0;
+    judge_back(fr, now_ms());
+    if (!writes_all_back(fr))
+        atomic_store(&D.late_fault, (int)(fr - D.faults));
+    return 1;
+}
+
+/* Sample the breakers every WATCH_MS (demo_check.c). */
+#define WATCH_MS 5
+static void *watch_main(void *arg) {
+    (void)arg;
+    while (!atomic_load(&D.stop)) {
+        for (int k = 0; k < DEMO_POOLS; k++)
+            check_watch_sample(&D.watch[k], now_ms());
+        struct timespec ts = {0, WATCH_MS * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
 }
 
 static void *fault_main(void *arg) {
@@ -391,13 +730,15 @@ static void *fault_main(void *arg) {
         if (fr->e.hold_ms)
             sleep_until(fr->inforce_ms + fr->e.hold_ms);
         char detail[200];
-        if (fault_end(&D.cl, &fr->e, detail, sizeof(detail)) != 0)
+        int ended = fault_end(&D.cl, &fr->e, detail, sizeof(detail)) == 0;
+        if (!ended)
             announce("fault: %s: ending it failed: %s",
                      fault_kind_name(fr->e.kind), detail);
         else if (fr->e.kind != FAULT_TERMINATE)
             announce("fault: %s ends%s", fault_kind_name(fr->e.kind),
                      fr->e.kind == FAULT_FAILOVER ? ": standby promoted" : "");
-        if (!wait_recovered(fr))
+        int64_t next = i + 1 < D.nfaults ? D.faults[i + 1].e.at_ms : 0;
+        if (!wait_recovered(fr) || (ended && !wait_writes_back(fr, next)))
             return NULL;
         atomic_store(&D.calm_since, now_ms());
         atomic_store(&D.fault_busy, 0);
@@ -413,9 +754,10 @@ static void *fault_main(void *arg) {
  * than the pool has open or opening. An excess is looked at again 300 ms
  * later (a terminated backend may linger in pg_stat_activity for a
  * moment) and counted when it is still there. */
-static int over_count(int *server, tether_pool_metrics *m) {
-    *server = fault_count_app(&D.cl, APP);
-    tether_pool_metrics_get(D.pool, m);
+static int over_count(tether_pool *p, const char *app, int *server,
+                      tether_pool_metrics *m) {
+    *server = fault_count_app(&D.cl, app);
+    tether_pool_metrics_get(p, m);
     return *server >= 0 && *server > m->total + m->creating;
 }
 
@@ -438,9 +780,11 @@ static void sample_memory(int64_t t, int64_t warm,
 static void check_accounting(int64_t t, int64_t warm) {
     if (atomic_load(&D.fault_busy) || t - atomic_load(&D.calm_since) < 1000)
         return;
-    int server;
-    tether_pool_metrics m;
-    if (!over_count(&server, &m)) {
+    int server, jobs;
+    tether_pool_metrics m, mj;
+    int over = over_count(D.pool, APP, &server, &m);
+    over |= over_count(D.jobs, JOBS_APP, &jobs, &mj);
+    if (!over) {
         D.accounting_checks += server >= 0;
         sample_memory(t, warm, &m);
         return;
@@ -448,11 +792,14 @@ static void check_accounting(int64_t t, int64_t warm) {
     D.accounting_checks++;
     struct timespec ts = {0, 300000000}; /* a terminated backend lingers */
     nanosleep(&ts, NULL);
-    if (!atomic_load(&D.fault_busy) && over_count(&server, &m)) {
+    if (atomic_load(&D.fault_busy))
+        return;
+    if (over_count(D.pool, APP, &server, &m) ||
+        over_count(D.jobs, JOBS_APP, &jobs, &mj)) {
         D.chk.accounting_mismatches++;
-        announce("check: the server holds %d sessions of the pool, the "
-                 "pool counts %d open and %d opening",
-                 server, m.total, m.creating);
+        announce("check: the server holds %d and %d sessions of the pools, "
+                 "they count %d+%d and %d+%d open+opening",
+                 server, jobs, m.total, m.creating, mj.total, mj.creating);
     }
 }
 
@@ -509,6 +856,43 @@ static int64_t recovery_ms(const fault_rec *fr) {
     return fr->applied && ok ? ok - fr->inforce_ms : -1;
 }
 
+/* How long after fr's server came back pool k's writes were: -1 when
+ * they were not (or the server never came back). */
+static int64_t writes_back_ms(const fault_rec *fr, int k) {
+    int64_t back = atomic_load(&fr->back_ms);
+    int64_t w = atomic_load(&fr->wb[k].first_write_ms);
+    return back && w ? w - back : -1;
+}
+
+/* The pool to show for fr: one that was late, else the slower one. */
+static int worst_pool(const fault_rec *fr) {
+    int worst = 0;
+    for (int k = 1; k < DEMO_POOLS; k++) {
+        int64_t a = writes_back_ms(fr, worst), b = writes_back_ms(fr, k);
+        if (fr->wb[k].breach > fr->wb[worst].breach ||
+            (fr->wb[k].breach == fr->wb[worst].breach && a >= 0 &&
+             (b < 0 || b > a)))
+            worst = k;
+    }
+    return worst;
+}
+
+/* The faults after which a pool's writes came back late. */
+static uint64_t writes_back_late(void) {
+    uint64_t n = 0;
+    for (int i = 0; i < D.nfaults; i++) {
+        const fault_rec *fr = &D.faults[i];
+        n += fr->back_judged && fr->wb[worst_pool(fr)].breach;
+    }
+    return n;
+}
+
+/* Judge the faults the fault thread left (the run ended first). */
+static void judge_left(int64_t now) {
+    for (int i = 0; i < D.nfaults; i++)
+        judge_back(&D.faults[i], now);
+}
+
 /* Whether memory was measured: not under a sanitizer, and two samples. */
 static int memory_checked(void) {
     return check_memory_measured() && D.chk.rss_warm_kb > 0;
@@ -522,14 +906,66 @@ static double rss_growth_pct(void) {
                : 0.0;
 }
 
-static void report_text(const once_count *oc, const tether_pool_metrics *m,
-                        int64_t ran_ms) {
+/* The "back" column for fr. */
+static const char *back_mark(const fault_back *b) {
+    return b->breach ? "!" : b->judged ? "" : "?";
+}
+
+static void back_text(const fault_rec *fr, char *buf, size_t n) {
+    int k = worst_pool(fr);
+    int64_t w = writes_back_ms(fr, k);
+    if (!atomic_load(&fr->back_ms))
+        snprintf(buf, n, "-");
+    else if (w < 0)
+        snprintf(buf, n, "none%s", back_mark(&fr->wb[k]));
+    else
+        snprintf(buf, n, "%lld ms%s", (long long)w, back_mark(&fr->wb[k]));
+}
+
+/* A line for each pool whose writes came back late after fr. */
+static void late_text(const fault_rec *fr) {
+    int64_t back = atomic_load(&fr->back_ms);
+    for (int k = 0; back && k < DEMO_POOLS; k++) {
+        const fault_back *b = &fr->wb[k];
+        if (!b->breach)
+            continue;
+        int64_t w = writes_back_ms(fr, k);
+        printf(" ! %s at %.1fs: the %s pool's writes %s %lld ms after the "
+               "server's return;\n   its breaker was %s then, the period "
+               "ending %lld ms after the return (%s): allowed %lld ms\n",
+               fault_kind_name(fr->e.kind), (double)fr->start_ms / 1000.0,
+               D.watch[k].name, w < 0 ? "were not back" : "came back",
+               (long long)(w < 0 ? D.o.seconds_ms - back : w),
+               tether_breaker_state_name(b->state),
+               (long long)(b->period_end_ms - back),
+               b->state != TETHER_BREAKER_OPEN ? "none in force"
+               : b->period_from_msg            ? "a caller was told"
+                                               : "seen by the watcher",
+               (long long)check_back_allowance_ms(b, back));
+        printf("   a connect's pause between passes had %lld ms left then; "
+               "until the writes:\n   %u connect attempts (%u failed, %u to a "
+               "server of the wrong role,\n   budgets %lld-%lld ms), %u "
+               "hosts skipped, %lld ms of pauses between passes\n",
+               (long long)b->pause_left_ms, atomic_load(&b->attempts),
+               atomic_load(&b->failed), atomic_load(&b->wrong_role),
+               (long long)atomic_load(&b->min_budget),
+               (long long)atomic_load(&b->max_budget), atomic_load(&b->skipped),
+               (long long)atomic_load(&b->pause_ms));
+    }
+}
+
+static void report_text(const once_count *oc, const once_count *jc,
+                        const tether_pool_metrics *m, int64_t ran_ms) {
     printf("\ntether demo: %d threads on a pool of %d, %.1f s, primary and "
-           "streaming standby on %s\npool settings: %s\n\n",
+           "streaming standby on %s\npool settings: %s\njob worker: %d "
+           "threads on a pool of %d, jobs of %d statements in one "
+           "transaction,\n            deadlines %d-%d s; settings: %s\n\n",
            D.o.threads, D.o.pool, (double)ran_ms / 1000.0, D.cl.host,
-           D.settings);
-    printf("%-10s %7s %10s %7s %7s  %s\n", "fault", "at", "recovered", "errors",
-           "writes", "what was done");
+           D.settings, JOB_THREADS, JOB_POOL,
+           (int)(sizeof(job_steps) / sizeof(*job_steps)), JOB_MIN_MS / 1000,
+           JOB_MAX_MS / 1000, D.jobs_settings);
+    printf("%-10s %7s %10s %7s %7s %10s  %s\n", "fault", "at", "recovered",
+           "errors", "writes", "back", "what was done");
     for (int i = 0; i < D.nfaults; i++) {
         const fault_rec *fr = &D.faults[i];
         if (!fr->start_ms)
@@ -540,15 +976,24 @@ static void report_text(const once_count *oc, const tether_pool_metrics *m,
             snprintf(recs, sizeof(recs), "%lld ms", (long long)rec);
         else
             snprintf(recs, sizeof(recs), fr->applied ? "not in run" : "-");
-        printf("%-10s %6.1fs %10s %7llu %7llu  %s\n",
+        char back[32];
+        back_text(fr, back, sizeof(back));
+        printf("%-10s %6.1fs %10s %7llu %7llu %10s  %s\n",
                fault_kind_name(fr->e.kind), (double)fr->start_ms / 1000.0, recs,
                (unsigned long long)atomic_load(&fr->app_errors),
-               (unsigned long long)atomic_load(&fr->write_failures),
+               (unsigned long long)atomic_load(&fr->write_failures), back,
                fr->detail);
     }
     printf("\n(recovered: from the fault in force to the first success of a "
            "statement begun after;\n errors: failures idempotent work saw; "
-           "writes: non-idempotent inserts that failed)\n\n");
+           "writes: non-idempotent inserts that failed;\n back: from the "
+           "server's return to the first write done in both pools, ! when "
+           "later\n than %d ms after the end of the breaker's period then, "
+           "? not judged: the next fault\n was due first)\n",
+           CHECK_WRITES_BACK_MS);
+    for (int i = 0; i < D.nfaults; i++)
+        late_text(&D.faults[i]);
+    printf("\n");
     printf("statements       %llu succeeded (%.0f/s)\n",
            (unsigned long long)atomic_load(&D.ops),
            ran_ms ? (double)atomic_load(&D.ops) * 1000.0 / (double)ran_ms : 0);
@@ -570,19 +1015,37 @@ static void report_text(const once_count *oc, const tether_pool_metrics *m,
     printf("                 %llu inserts failed (may or may not have "
            "reached the server: not retried)\n",
            (unsigned long long)atomic_load(&D.write_failures));
+    printf("jobs             %llu committed (%.0f/s), %llu failed after they "
+           "may have reached the server,\n                 %llu failed before "
+           "(not retried after their deadline)\n",
+           (unsigned long long)atomic_load(&D.jobs_ok),
+           ran_ms ? (double)atomic_load(&D.jobs_ok) * 1000.0 / (double)ran_ms
+                  : 0,
+           (unsigned long long)atomic_load(&D.jobs_failed),
+           (unsigned long long)atomic_load(&D.jobs_unsent));
+    printf("jobs at most once %lld acknowledged; in the database: %lld, %lld "
+           "duplicates, %lld missing,\n                 %lld half applied\n",
+           (long long)jc->checked, (long long)jc->rows,
+           (long long)jc->duplicates, (long long)jc->missing,
+           (long long)jc->partial);
     const check_report *c = &D.chk;
-    printf("invariants       %llu double leases, %llu accounting mismatches "
-           "(%llu checks),\n                 %llu calls over their %d s limit "
-           "by > %d ms (latest: %lld ms over),\n                 %llu "
-           "idempotent failures while the database served again\n"
-           "                 before their deadline; memory %+.1f %% since "
-           "warm-up\n",
-           (unsigned long long)c->double_leases,
-           (unsigned long long)c->accounting_mismatches,
-           (unsigned long long)D.accounting_checks,
-           (unsigned long long)c->deadline_overruns, RUN_LIMIT_MS / 1000,
-           CHECK_OVERRUN_SLACK_MS, (long long)c->worst_overrun_ms,
-           (unsigned long long)c->covered_errors, rss_growth_pct());
+    printf(
+        "invariants       %llu double leases, %llu accounting mismatches "
+        "(%llu checks),\n                 %llu calls over their limit (%d s, "
+        "jobs 1-3 s) by > %d ms (latest: %lld ms over),\n                 %llu "
+        "idempotent failures while the database served again\n"
+        "                 before their deadline; memory %+.1f %% since "
+        "warm-up;\n                 %llu faults after which writes were "
+        "back late\n",
+        (unsigned long long)c->double_leases,
+        (unsigned long long)c->accounting_mismatches,
+        (unsigned long long)D.accounting_checks,
+        (unsigned long long)c->deadline_overruns, RUN_LIMIT_MS / 1000,
+        CHECK_OVERRUN_SLACK_MS, (long long)c->worst_overrun_ms,
+        (unsigned long long)c->covered_errors, rss_growth_pct(),
+        (unsigned long long)writes_back_late());
+    if (D.first_overrun[0])
+        printf("  first overrun  %s\n", D.first_overrun);
 }
 
 /* How many faults of kind k were done. */
@@ -594,8 +1057,46 @@ static int faults_done(int k) {
     return n;
 }
 
-static void report_json(const once_count *oc, const tether_pool_metrics *m,
-                        int64_t ran_ms) {
+/* fr's writes-back fields, after its recovery_ms. */
+static void back_json(const fault_rec *fr) {
+    int64_t back = atomic_load(&fr->back_ms);
+    int k = worst_pool(fr);
+    printf(",\"back_at_ms\":%lld,\"writes_back_ms\":%lld,"
+           "\"writes_back_allowed_ms\":%lld,\"writes_back_late\":%s,"
+           "\"writes_back\":{",
+           (long long)(back ? back : -1), (long long)writes_back_ms(fr, k),
+           (long long)(back ? check_back_allowance_ms(&fr->wb[k], back) : -1),
+           fr->wb[k].breach ? "true" : "false");
+    for (int j = 0; j < DEMO_POOLS; j++) {
+        const fault_back *b = &fr->wb[j];
+        printf("%s\"%s\":{\"writes_back_ms\":%lld,\"breaker\":\"%s\","
+               "\"period_end_ms\":%lld,\"period_from\":\"%s\","
+               "\"allowed_ms\":%lld,\"judged\":%s,\"late\":%s,"
+               "\"pause_left_ms\":%lld,"
+               "\"connects\":{\"attempts\":%u,\"failed\":%u,"
+               "\"wrong_role\":%u,\"skipped\":%u,\"pause_ms\":%lld,"
+               "\"min_budget_ms\":%lld,\"max_budget_ms\":%lld}}",
+               j ? "," : "", D.watch[j].name, (long long)writes_back_ms(fr, j),
+               back ? tether_breaker_state_name(b->state) : "",
+               (long long)(back ? b->period_end_ms - back : -1),
+               !back                             ? ""
+               : b->state != TETHER_BREAKER_OPEN ? "none"
+               : b->period_from_msg              ? "message"
+                                                 : "watcher",
+               (long long)(back ? check_back_allowance_ms(b, back) : -1),
+               b->judged ? "true" : "false", b->breach ? "true" : "false",
+               (long long)b->pause_left_ms, atomic_load(&b->attempts),
+               atomic_load(&b->failed), atomic_load(&b->wrong_role),
+               atomic_load(&b->skipped), (long long)atomic_load(&b->pause_ms),
+               (long long)atomic_load(&b->min_budget),
+               (long long)atomic_load(&b->max_budget));
+    }
+    printf("},\"job_failures\":%llu",
+           (unsigned long long)atomic_load(&fr->job_failures));
+}
+
+static void report_json(const once_count *oc, const once_count *jc,
+                        const tether_pool_metrics *m, int64_t ran_ms) {
     int64_t failover = -1;
     printf("{\"seconds\":%.1f,\"threads\":%d,\"pool\":%d,\"ops\":%llu,"
            "\"app_errors\":%llu,\"write_failures\":%llu,\"retries\":%llu,"
@@ -624,6 +1125,18 @@ static void report_json(const once_count *oc, const tether_pool_metrics *m,
            c->rss_warm_kb, c->rss_end_kb, c->heap_warm_kb, c->heap_end_kb,
            memory_checked() ? "true" : "false", (unsigned long long)D.o.seed);
     cli_json_str(D.settings);
+    printf(",\"jobs_threads\":%d,\"jobs_pool\":%d,\"jobs_ok\":%llu,"
+           "\"jobs_failed\":%llu,\"jobs_unsent\":%llu,\"jobs_acked\":%lld,"
+           "\"jobs_rows\":%lld,\"jobs_duplicates\":%lld,\"jobs_missing\":%lld,"
+           "\"jobs_partial\":%lld,\"writes_back_late\":%llu,"
+           "\"jobs_settings\":",
+           JOB_THREADS, JOB_POOL, (unsigned long long)atomic_load(&D.jobs_ok),
+           (unsigned long long)atomic_load(&D.jobs_failed),
+           (unsigned long long)atomic_load(&D.jobs_unsent),
+           (long long)jc->checked, (long long)jc->rows,
+           (long long)jc->duplicates, (long long)jc->missing,
+           (long long)jc->partial, (unsigned long long)writes_back_late());
+    cli_json_str(D.jobs_settings);
     if (D.o.chaos) { /* how many of each kind; the list would be long */
         printf(",\"faults\":{");
         for (int k = 0; k < FAULT_NKINDS; k++)
@@ -648,11 +1161,14 @@ static void report_json(const once_count *oc, const tether_pool_metrics *m,
                (long long)rec, (unsigned long long)atomic_load(&fr->app_errors),
                (unsigned long long)atomic_load(&fr->write_failures));
         cli_json_str(fr->detail);
+        back_json(fr);
         printf("}");
         first = 0;
     }
     printf("],\"failover_ms\":%lld,\"first_error\":", (long long)failover);
     cli_json_str(D.first_error);
+    printf(",\"first_overrun\":");
+    cli_json_str(D.first_overrun);
     printf("}\n");
 }
 
@@ -688,7 +1204,8 @@ static int take_opt(void *ctx, int opt, const char *v) {
     case OPT_THREADS:
         return cli_parse_count(CMD, "--threads", v, 1, 256, &o->threads);
     case OPT_POOL:
-        return cli_parse_count(CMD, "--pool", v, 1, 16, &o->pool);
+        return cli_parse_count(CMD, "--pool", v, 1, SERVER_SLOTS - JOB_POOL,
+                               &o->pool);
     case OPT_SECONDS:
         if (cli_parse_seconds(CMD, v, &o->seconds_ms))
             return CLI_USAGE;
@@ -739,75 +1256,92 @@ static void help(void) {
         "       tether demo --chaos [--seconds N] [--seed S] [--json] ...\n\n"
         "Starts a scratch PostgreSQL primary and streaming standby on "
         "127.0.0.1\n(scripts/pg-cluster; as root the servers run as the "
-        "system user tetherpg),\nruns a workload through one tether pool "
-        "and breaks the database on a\nschedule: backend terminations, a "
-        "fast restart, a hang (SIGSTOP), too many\nconnections, a "
+        "system user tetherpg),\nruns a workload through one tether pool, "
+        "and beside it a job worker (8\nthreads on a pool of 4 of its own, "
+        "each job a transaction of 6 statements\nwithin a deadline of 1-3 "
+        "s), and breaks the database on a schedule: backend\nterminations, "
+        "a fast restart, a hang (SIGSTOP), too many connections, a\n"
         "blackhole (fault proxy) and a failover to the standby.\n"
         "Everything it started is stopped and removed at the end, on "
         "Ctrl-C and on\nfailure.\n\n"
         "  --seconds N   how long the workload runs (default 60, at least "
         "10)\n"
         "  --threads T   application threads (default 16)\n"
-        "  --pool P      pool size (default 8, at most 15: the servers "
-        "allow 17)\n"
+        "  --pool P      pool size (default 8, at most 13: the servers "
+        "allow 17,\n"
+        "                the job worker's pool takes 4)\n"
         "  --json        the report as one JSON object on stdout\n"
         "  --svg FILE    write a timeline of throughput, p99 latency, "
         "retries,\n"
         "                errors and the faults to FILE\n"
-        "  --retry SPEC  the pool's run() policy (tether_retry, "
+        "  --retry SPEC  both pools' run() policy (tether_retry, "
         "docs/policy-spec.md);\n"
         "                default: the pool's own (exponential base=50ms "
         "max=1s\n"
         "                attempts=3, within the acquire timeout)\n"
         "  --no-faults   the workload alone\n"
-        "  --chaos       the reliability soak: 64 threads on a pool of 16 "
+        "  --chaos       the reliability soak: 64 threads on a pool of 12 "
         "(unless\n"
-        "                set), a random fault every 1-3 s, each failover "
-        "followed by a\n"
-        "                new standby rebuilt from the new primary "
-        "(scripts/chaos)\n"
+        "                set), a random fault every 1-3 s (the kinds above, "
+        "some\n"
+        "                terminations and a stop of the primary for 2-6 s),\n"
+        "                each failover followed by a new standby rebuilt "
+        "from the\n                new primary (scripts/chaos)\n"
         "  --seed S      the --chaos schedule's seed (default: the time; "
         "printed)\n\n"
         "Checked all along: no connection held by two callers; the "
-        "server never\nholds more of the pool's sessions than the pool has "
+        "server never\nholds more of a pool's sessions than the pool has "
         "open or opening (once\nno fault has been in the air for 1 s); no "
-        "call returns later than its\n15 s limit plus 20 ms; no idempotent "
-        "call fails while the database served\nothers again before its "
-        "deadline; and, with --chaos, resident memory grows at most 10 %%\n"
-        "between the first calm moment with the pool full after the first "
-        "third\nof the run and the last one (not judged in a sanitizer "
-        "build).\n\n"
+        "call returns later than its\nlimit (15 s, a job's 1-3 s) plus 20 "
+        "ms; no idempotent call fails while the\ndatabase served others "
+        "again before its deadline; after each fault, writes\nare back in "
+        "both pools within 1 s of the later of the server's return and\n"
+        "the end of the pool's breaker period in force then; and, with "
+        "--chaos,\nresident memory grows at most 10 %% between the first "
+        "calm moment with the\npool full after the first third of the run "
+        "and the last one (not judged in\na sanitizer build).\n\n"
         "Progress goes to stderr: one redrawn line on a terminal, a line a "
         "second\notherwise. Exit status: 0, or 1 when a check failed, an "
-        "insert "
-        "was\napplied twice or an acknowledged one is missing, or (without "
-        "--chaos)\nidempotent work saw an error.\n\n"
+        "insert or a job was\napplied twice or half, an acknowledged one is "
+        "missing, or (without --chaos)\nidempotent work saw an error.\n\n"
         "--json fields: ops, app_errors (idempotent work), write_failures\n"
         "(inserts that failed after they may have reached the server), "
         "retries,\nwrites_acked, rows, duplicates, missing, settings, "
         "faults (kind, at_ms,\napplied, recovery_ms: from the fault in "
         "force to the first success of a\nstatement begun after, -1 when "
-        "none came before the end; app_errors,\nwrite_failures, detail), "
-        "failover_ms (the failover's recovery_ms); double_leases,\n"
-        "accounting_mismatches, accounting_checks, deadline_overruns,\n"
-        "worst_overrun_ms, errors_within_deadline, rss_growth_pct, seed. "
-        "With\n--chaos, faults counts each kind and fault_log lists them.\n");
+        "none came before the end; app_errors,\nwrite_failures, detail, "
+        "job_failures, back_at_ms: the server's return,\nwrites_back_ms: "
+        "from it to the first write in the slower pool (-1: none),\n"
+        "writes_back_allowed_ms, writes_back_late, writes_back: per pool "
+        "(app, jobs)\nwrites_back_ms, breaker, period_end_ms, period_from, "
+        "allowed_ms, judged,\nlate), failover_ms (the failover's "
+        "recovery_ms); double_leases,\naccounting_mismatches, "
+        "accounting_checks, deadline_overruns,\nworst_overrun_ms, "
+        "errors_within_deadline, rss_growth_pct, seed; jobs_threads,\n"
+        "jobs_pool, jobs_ok, jobs_failed (may have reached the server), "
+        "jobs_unsent,\njobs_acked, jobs_rows, jobs_duplicates, jobs_missing, "
+        "jobs_partial,\njobs_settings, writes_back_late (faults). With "
+        "--chaos, faults counts each\nkind and fault_log lists them.\n");
 }
 
 static int finish(worker *ws, int nw, int64_t ran_ms) {
-    once_count oc = {0};
+    once_count oc = {0}, jc = {0};
     char why[300] = "";
     int rc = CLI_OK;
-    if (count_once(ws, nw, &oc, why, sizeof(why)) != 0) {
+    judge_left(ran_ms);
+    PGconn *conn = check_connect();
+    if (count_once(conn, ws, nw, &oc, why, sizeof(why)) != 0 ||
+        count_jobs(conn, ws, nw, &jc, why, sizeof(why)) != 0) {
         fprintf(stderr, "tether demo: %s\n", why);
         rc = CLI_FAIL;
     }
+    PQfinish(conn);
     tether_pool_metrics m;
     tether_pool_metrics_get(D.pool, &m);
     if (D.o.json)
-        report_json(&oc, &m, ran_ms);
+        report_json(&oc, &jc, &m, ran_ms);
     else
-        report_text(&oc, &m, ran_ms);
+        report_text(&oc, &jc, &m, ran_ms);
     if (D.o.svg && demo_svg(D.o.svg, D.secs, (int)(ran_ms / 1000), D.faults,
                             D.nfaults, why, sizeof(why)) != 0) {
         fprintf(stderr, "tether demo: --svg: %s\n", why);
@@ -815,7 +1349,8 @@ static int finish(worker *ws, int nw, int64_t ran_ms) {
     }
     const check_report *c = &D.chk;
     if ((!D.o.chaos && atomic_load(&D.app_errors)) || oc.duplicates ||
-        oc.missing || c->double_leases || c->accounting_mismatches ||
+        oc.missing || jc.duplicates || jc.missing || jc.partial ||
+        writes_back_late() || c->double_leases || c->accounting_mismatches ||
         c->deadline_overruns || c->covered_errors ||
         (D.o.chaos && memory_checked() && rss_growth_pct() > 10.0))
         rc = CLI_FAIL;
@@ -823,7 +1358,7 @@ static int finish(worker *ws, int nw, int64_t ran_ms) {
 }
 
 static int run_workload(void) {
-    int nw = D.o.threads;
+    int nw = D.o.threads + JOB_THREADS; /* the job worker's last */
     worker *ws = calloc((size_t)nw, sizeof(*ws));
     if (!ws)
         return CLI_FAIL;
@@ -842,10 +1377,12 @@ static int run_workload(void) {
     }
     for (int i = 0; i < nw; i++) {
         ws[i].index = i;
+        ws[i].job = i >= D.o.threads;
         ws[i].seed = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
         pthread_create(&ws[i].th, NULL, worker_main, &ws[i]);
     }
-    pthread_t ft;
+    pthread_t ft, wt;
+    int have_wt = pthread_create(&wt, NULL, watch_main, NULL) == 0;
     int have_ft =
         D.o.faults && pthread_create(&ft, NULL, fault_main, NULL) == 0;
     int64_t end = D.o.seconds_ms, last_t = 0, next_line = 1000;
@@ -868,10 +1405,13 @@ static int run_workload(void) {
     /* Waiting callers and retries end now (TETHER_ECLOSED, not counted);
      * a statement in flight ends within STMT_TIMEOUT_MS. */
     tether_pool_close(D.pool, 0, NULL);
+    tether_pool_close(D.jobs, 0, NULL);
     if (D.tty)
         fprintf(stderr, "\n");
     if (have_ft)
         pthread_join(ft, NULL);
+    if (have_wt)
+        pthread_join(wt, NULL);
     for (int i = 0; i < nw; i++)
         pthread_join(ws[i].th, NULL);
     check_totals(&D.chk, D.secs, D.nsecs);
@@ -893,6 +1433,41 @@ static void touch_pages(void *block, size_t n) {
     volatile char *v = block;
     for (size_t i = 0; block && i < n; i += 4096)
         v[i] = 0;
+}
+
+/* A connect step of pool k (ctx): counted for the current fault from its
+ * server's return until the pool's first write. */
+static void on_connect_event(void *ctx, const tether_connect_event *ev) {
+    int k = (int)((pool_watch *)ctx - D.watch);
+    check_watch_event(&D.watch[k], now_ms(), ev);
+    int f = atomic_load(&D.cur_fault);
+    if (f < 0 || !atomic_load(&D.faults[f].back_ms) ||
+        atomic_load(&D.faults[f].wb[k].first_write_ms))
+        return;
+    check_back_event(&D.faults[f].wb[k], ev);
+}
+
+/* Open a pool of size max for application_name app, its settings shown
+ * in settings (D.settings or D.jobs_settings), watched as watch k. */
+static int open_pool(tether_pool **p, const char *app, int max, char *settings,
+                     const char *name, int k) {
+    char ci[1024], extra[400];
+    snprintf(settings, sizeof(D.settings),
+             "target_session_attrs=read-write connect_timeout=2 "
+             "tether_pool_max=%d%s%s%s",
+             max, D.o.retry ? " tether_retry='" : "",
+             D.o.retry ? D.o.retry : "", D.o.retry ? "'" : "");
+    snprintf(extra, sizeof(extra),
+             "options='-c client_min_messages=warning' %s", settings);
+    fault_cluster_conninfo(&D.cl, 1, app, extra, ci, sizeof(ci));
+    tether_error err;
+    if (tether_pool_open(p, ci, on_connect_event, &D.watch[k], &err) != 0) {
+        fprintf(stderr, "tether demo: opening the %s pool: %s\n", name,
+                err.message);
+        return -1;
+    }
+    check_watch_init(&D.watch[k], name, *p);
+    return 0;
 }
 
 static void catch_signals(void) {
@@ -918,8 +1493,8 @@ int cli_demo(int argc, char **argv) {
         return rc;
     if (!D.o.threads) /* the soak: 64 threads on a pool of 16 */
         D.o.threads = D.o.chaos ? 64 : 16;
-    if (!D.o.pool)
-        D.o.pool = D.o.chaos ? 16 : 8;
+    if (!D.o.pool) /* the job worker's pool takes JOB_POOL of the slots */
+        D.o.pool = D.o.chaos ? SERVER_SLOTS - 1 - JOB_POOL : 8;
     catch_signals();
     D.tty = isatty(2);
     D.nsecs = (int)(D.o.seconds_ms / 1000) + 2;
@@ -927,6 +1502,7 @@ int cli_demo(int argc, char **argv) {
     touch_pages(D.secs, (size_t)D.nsecs * sizeof(*D.secs));
     pthread_mutex_init(&D.lock, NULL);
     atomic_store(&D.cur_fault, -1);
+    atomic_store(&D.late_fault, -1);
     char why[400] = "";
     fprintf(stderr, "tether demo: starting a scratch primary and standby\n");
     if (!D.secs || fault_cluster_start(&D.cl, 1, why, sizeof(why)) != 0) {
@@ -938,19 +1514,12 @@ int cli_demo(int argc, char **argv) {
     fprintf(stderr, "tether demo: cluster in %s (removed at the end)\n",
             D.cl.dir);
     D.cl.rebuild = D.o.chaos; /* failovers can then come again */
-    char ci[1024], extra[400];
-    snprintf(D.settings, sizeof(D.settings),
-             "target_session_attrs=read-write connect_timeout=2 "
-             "tether_pool_max=%d%s%s%s",
-             D.o.pool, D.o.retry ? " tether_retry='" : "",
-             D.o.retry ? D.o.retry : "", D.o.retry ? "'" : "");
-    snprintf(extra, sizeof(extra),
-             "options='-c client_min_messages=warning' %s", D.settings);
-    fault_cluster_conninfo(&D.cl, 1, APP, extra, ci, sizeof(ci));
-    tether_error err;
+    D.cl.on_back = on_server_back;
     rc = CLI_FAIL;
-    if (tether_pool_open(&D.pool, ci, NULL, NULL, &err) != 0) {
-        fprintf(stderr, "tether demo: opening the pool: %s\n", err.message);
+    if (open_pool(&D.pool, APP, D.o.pool, D.settings, "app", POOL_APP) ||
+        open_pool(&D.jobs, JOBS_APP, JOB_POOL, D.jobs_settings, "jobs",
+                  POOL_JOBS)) {
+        /* said */
     } else if (setup_schema(why, sizeof(why)) != 0) {
         fprintf(stderr, "tether demo: %s\n", why);
     } else if (!interrupted) {
@@ -976,6 +1545,8 @@ int cli_demo(int argc, char **argv) {
     }
     if (D.pool)
         tether_pool_destroy(D.pool);
+    if (D.jobs)
+        tether_pool_destroy(D.jobs);
     fault_cluster_stop(&D.cl);
     free(D.secs);
     if (interrupted) {

@@ -6,9 +6,42 @@
 #include "faults.h"
 #include "hist.h"
 
+#include <tether.h>
+
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* The pools a run watches: the application's (today's workload) and the
+ * job worker's (short deadlines, transactions: docs/failures.md, "A real
+ * service's mix"). */
+enum { POOL_APP, POOL_JOBS, DEMO_POOLS };
+
+/* Writes must be back this long after the later of the server's return
+ * and the end of the breaker's period in force then (docs/failures.md,
+ * "Writes back after a fault"). */
+#define CHECK_WRITES_BACK_MS 1000
+
+/* One pool's writes after one fault's server came back. */
+typedef struct fault_back {
+    atomic_int_fast64_t first_write_ms; /* first write done at or after the
+                                           server's return; 0: none yet */
+    int judged;                 /* 0: the run ended before its allowance did */
+    int breach;                 /* back later than its allowance */
+    tether_breaker_state state; /* the breaker at the server's return */
+    int64_t period_end_ms;      /* end of the period in force then (run clock;
+                                   the return itself when none was) */
+    int period_from_msg;        /* period_end_ms from a caller's TETHER_EOPEN
+                                   message (else seen by the watcher) */
+    /* The pool's connect steps from the server's return until the first
+     * write (its connect events): what kept the writes away. */
+    atomic_uint attempts, failed, wrong_role, skipped;
+    atomic_int_fast64_t pause_ms;               /* pauses between passes */
+    atomic_int_fast64_t min_budget, max_budget; /* of the attempts; -1 */
+    int64_t pause_left_ms; /* a connector's pause between passes in force at
+                              the return: how much of it was left (0 none) */
+} fault_back;
 
 /* One second of the timeline. */
 typedef struct sec_stats {
@@ -25,6 +58,11 @@ typedef struct fault_rec {
     atomic_int_fast64_t inforce_ms;  /* 0 until it is in force */
     atomic_int_fast64_t first_ok_ms; /* 0 until a success after inforce */
     atomic_uint_fast64_t app_errors, write_failures;
+    atomic_uint_fast64_t job_failures; /* jobs not acknowledged */
+    atomic_int_fast64_t back_ms;       /* the server back (run clock); 0:
+                                          not yet */
+    fault_back wb[DEMO_POOLS];
+    int back_judged; /* wb judged (by the fault thread, else at the end) */
     char detail[200];
 } fault_rec;
 
@@ -66,6 +104,69 @@ long check_heap_kb(void);
 /* check_memory_measured is 0 in a sanitizer build: ASan's quarantine and
  * the sanitizers' shadow memory grow resident memory on their own. */
 int check_memory_measured(void);
+
+/* ---- writes back after a fault (demo_check.c) ---- */
+
+/* What the run learns of a pool's breaker from the public API: the
+ * TETHER_EOPEN messages its callers get ("next probe in N ms") and the
+ * pool's metrics sampled every few ms (docs/failures.md, "Writes back
+ * after a fault"). */
+#define WATCH_LOG 256
+typedef struct pool_watch {
+    const char *name;
+    tether_pool *pool;
+    atomic_int_fast64_t msg_end_ms;   /* end of the open period a caller was
+                                         told of last (run clock); 0: none */
+    atomic_int_fast64_t msg_seen_ms;  /* when it was told */
+    atomic_int_fast64_t pause_end_ms; /* end of the latest pause between
+                                         passes a connect of it began */
+    pthread_mutex_t lock;             /* the rest */
+    int sampled;
+    tether_breaker_state state;
+    uint64_t created, failures;
+    int64_t opened_ms;        /* last time it was seen (re)opening */
+    int64_t exits[WATCH_LOG]; /* times a period was seen ending: the
+                                 breaker let a connect through */
+    int nexits;               /* total, the ring keeps the last WATCH_LOG */
+} pool_watch;
+
+/* check_watch_init readies w for pool p. */
+void check_watch_init(pool_watch *w, const char *name, tether_pool *p);
+
+/* check_watch_eopen notes a TETHER_EOPEN a caller of w's pool got at
+ * now_ms with message msg. */
+void check_watch_eopen(pool_watch *w, int64_t now_ms, const char *msg);
+
+/* check_back_event counts a connect event ev of b's pool (once its server
+ * is back, until its first write). */
+void check_back_event(fault_back *b, const tether_connect_event *ev);
+
+/* check_watch_event notes a connect event of w's pool at now_ms (its
+ * pauses between passes). */
+void check_watch_event(pool_watch *w, int64_t now_ms,
+                       const tether_connect_event *ev);
+
+/* check_watch_sample reads w's pool's metrics at now_ms. */
+void check_watch_sample(pool_watch *w, int64_t now_ms);
+
+/* check_back_start records, at the server's return back_ms, the state of
+ * w's breaker into b. */
+void check_back_start(fault_back *b, pool_watch *w, int64_t back_ms);
+
+/* check_back_judge decides b at now_ms (once writes came back, or at the
+ * end of the wait): the period's end, and whether writes came back within
+ * CHECK_WRITES_BACK_MS of the later of back_ms and that end. */
+void check_back_judge(fault_back *b, pool_watch *w, int64_t back_ms,
+                      int64_t now_ms);
+
+/* check_back_due tells whether b is decided at now_ms: writes back, or
+ * late already (its period's end known and the allowance past). */
+int check_back_due(const fault_back *b, pool_watch *w, int64_t back_ms,
+                   int64_t now_ms);
+
+/* check_back_allowance_ms returns how long after back_ms writes may take
+ * to come back under b (its period's end, then CHECK_WRITES_BACK_MS). */
+int64_t check_back_allowance_ms(const fault_back *b, int64_t back_ms);
 
 /* check_totals fills r's counters (not the sampler's nor the memory). */
 void check_totals(check_report *r, const sec_stats *secs, int nsecs);

@@ -26,8 +26,8 @@
 static int signal_node(const fault_cluster *c, int node, int sig);
 
 static const char *const kind_names[FAULT_NKINDS] = {
-    "terminate", "restart",  "hang",          "too-many",
-    "blackhole", "failover", "terminate-some"};
+    "terminate", "restart",  "hang",           "too-many",
+    "blackhole", "failover", "terminate-some", "stop"};
 
 const char *fault_kind_name(fault_kind k) {
     return k >= 0 && k < FAULT_NKINDS ? kind_names[k] : "?";
@@ -98,6 +98,8 @@ int fault_schedule_random(fault_event *ev, int max, int64_t total_ms,
         int64_t hold = 0;
         if (kind == FAULT_HANG)
             hold = 1000 + (int64_t)(r % 4001); /* 1-5 s */
+        else if (kind == FAULT_STOP)
+            hold = 2000 + (int64_t)(r % 4001); /* 2-6 s */
         else if (kind == FAULT_TOO_MANY || kind == FAULT_BLACKHOLE)
             hold = 1000 + (int64_t)(r % 2001);
         else if (kind == FAULT_FAILOVER)
@@ -641,10 +643,15 @@ int fault_begin(fault_cluster *c, const fault_event *e, char *detail,
             c->host, c->port[w]);
         return 0;
     case FAULT_RESTART:
+    case FAULT_STOP:
         if (ctl(c, "stop-node", c->dir, node_name(w), detail, n) != 0)
             return -1;
-        say(detail, n, "%s:%d stopped (fast), then started", c->host,
-            c->port[w]);
+        if (e->kind == FAULT_RESTART)
+            say(detail, n, "%s:%d stopped (fast), then started", c->host,
+                c->port[w]);
+        else
+            say(detail, n, "%s:%d stopped (fast) for %.1f s, then started",
+                c->host, c->port[w], (double)e->hold_ms / 1000.0);
         return 0;
     case FAULT_HANG:
         if (signal_node(c, w, SIGSTOP) != 0) {
@@ -690,15 +697,25 @@ int fault_begin(fault_cluster *c, const fault_event *e, char *detail,
     }
 }
 
+/* Tell the caller the server is back (fault_end's step that returns it
+ * succeeded); rc passes through. */
+static int back(const fault_cluster *c, int rc) {
+    if (rc == 0 && c->on_back)
+        c->on_back(c->on_back_ctx);
+    return rc;
+}
+
 int fault_end(fault_cluster *c, const fault_event *e, char *detail, size_t n) {
     say(detail, n, "%s", "");
     switch (e->kind) {
     case FAULT_RESTART:
-        return ctl(c, "start-node", c->dir, node_name(c->writable), detail, n);
+    case FAULT_STOP:
+        return back(
+            c, ctl(c, "start-node", c->dir, node_name(c->writable), detail, n));
     case FAULT_HANG:
-        return signal_node(c, c->writable, SIGCONT);
+        return back(c, signal_node(c, c->writable, SIGCONT));
     case FAULT_TOO_MANY:
-        return free_slots(c, detail, n);
+        return back(c, free_slots(c, detail, n));
     case FAULT_BLACKHOLE:
         if (c->proxy_pid[c->writable] &&
             proxy_mode(c, c->writable, "pass") != 0) {
@@ -706,12 +723,13 @@ int fault_end(fault_cluster *c, const fault_event *e, char *detail, size_t n) {
                 c->proxy_ctl[c->writable]);
             return -1;
         }
-        return 0;
+        return back(c, 0);
     case FAULT_FAILOVER:
         if (ctl(c, "promote", c->dir, node_name(1 - c->writable), detail, n))
             return -1;
         c->writable = 1 - c->writable;
         c->standby_up = 0;
+        back(c, 0);
         if (!c->rebuild)
             return 0;
         if (ctl(c, "rebuild", c->dir, node_name(1 - c->writable), detail, n))
@@ -719,6 +737,6 @@ int fault_end(fault_cluster *c, const fault_event *e, char *detail, size_t n) {
         c->standby_up = 1; /* so the failover can come again */
         return 0;
     default:
-        return 0;
+        return back(c, 0);
     }
 }

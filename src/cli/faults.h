@@ -27,6 +27,8 @@ typedef enum fault_kind {
                         hold; with rebuild set, the old primary rebuilt as
                         the new standby */
     FAULT_TERMINATE_SOME, /* about half the workload's backends */
+    FAULT_STOP, /* the primary stopped (fast) for the hold, then started:
+                   no failover (docs/failures.md) */
     FAULT_NKINDS
 } fault_kind;
 
@@ -51,8 +53,9 @@ int fault_schedule_demo(fault_event *ev, int64_t total_ms, int blackhole);
 /* fault_schedule_random fills ev (room for max) with faults of every
  * kind in a random order from seed (each kind once in every round of
  * FAULT_NKINDS, so that a short run sees them all), 1-3 s apart after each
- * one's hold (hang 1-5 s; too many and blackhole 1-3 s; the promotion 0.5-1.5 s
- * after the stop), from 2 s into a run of total_ms to 3 s before its end.
+ * one's hold (hang 1-5 s; stop 2-6 s; too many and blackhole 1-3 s; the
+ * promotion 0.5-1.5 s after the stop), from 2 s into a run of total_ms to
+ * 3 s before its end.
  * Returns the number of events. */
 int fault_schedule_random(fault_event *ev, int max, int64_t total_ms,
                           uint64_t seed);
@@ -71,6 +74,12 @@ typedef struct fault_cluster {
     _Atomic int writable;   /* which node takes writes now (0 or 1) */
     int standby_up;         /* the other node still runs as a standby */
     int rebuild; /* a failover rebuilds the old primary as the standby */
+    /* Called by fault_end on its thread the moment the server is back
+     * (continued, slots freed, started, proxy open, standby promoted;
+     * before a failover's rebuild), or at once for a fault with no end.
+     * NULL: not called. */
+    void (*on_back)(void *ctx);
+    void *on_back_ctx;
 } fault_cluster;
 
 /* fault_cluster_start starts a scratch primary and standby through
@@ -115,7 +124,9 @@ int fault_begin(fault_cluster *c, const fault_event *e, char *detail, size_t n);
 
 /* fault_end lifts e (continues the server, frees the slots, starts a
  * restarted server, opens the proxy, promotes the standby); a no-op for
- * faults that have none. Returns 0, or -1 with detail saying why. */
+ * faults that have none. Calls c->on_back once the server is back (after
+ * the promotion, before the rebuild of a new standby). Returns 0, or -1
+ * with detail saying why (on_back is then not called). */
 int fault_end(fault_cluster *c, const fault_event *e, char *detail, size_t n);
 
 #endif

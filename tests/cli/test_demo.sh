@@ -2,7 +2,10 @@
 # test_demo.sh - `tether demo` on its own scratch cluster: the JSON report's
 # contract and what it proves (idempotent work saw no error, no insert was
 # applied twice, none acknowledged is missing, every fault was done and
-# recovered from), the SVG, that Ctrl-C removes everything, and bad input.
+# recovered from; the job worker's transactions: none applied twice or half,
+# none acknowledged missing; after each fault, writes back in both pools
+# within 1 s of the later of the server's return and the breaker's period
+# then), the SVG, that Ctrl-C removes everything, and bad input.
 set -euo pipefail
 bin=${1:?usage: test_demo.sh TETHER_BINARY}
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -43,10 +46,23 @@ assert r["writes_acked"] > 0 and r["rows"] >= r["writes_acked"]
 kinds = [f["kind"] for f in r["faults"]]
 want = ["terminate", "restart", "hang", "too-many", "blackhole", "failover"]
 assert kinds == want, f"faults {kinds}"
+for k in ("jobs_ok", "jobs_acked", "jobs_duplicates", "jobs_missing",
+          "jobs_partial", "writes_back_late"):
+    assert k in r, f"no {k}"
+assert r["jobs_ok"] > 100, f"jobs {r['jobs_ok']}"
+assert r["jobs_duplicates"] == 0, f"{r['jobs_duplicates']} jobs applied twice"
+assert r["jobs_missing"] == 0, f"{r['jobs_missing']} acknowledged jobs missing"
+assert r["jobs_partial"] == 0, f"{r['jobs_partial']} jobs half applied"
 for f in r["faults"]:
     assert f["applied"], f"{f['kind']} not done: {f['detail']}"
     assert f["recovery_ms"] >= 0, f"{f['kind']}: no success after it"
     assert f["app_errors"] == 0, f"{f['kind']}: idempotent errors"
+    for k in ("back_at_ms", "writes_back_ms", "writes_back_allowed_ms",
+              "writes_back_late", "writes_back"):
+        assert k in f, f"{f['kind']}: no {k}"
+    assert not f["writes_back_late"], \
+        f"{f['kind']}: writes back late: {f['writes_back']}"
+assert r["writes_back_late"] == 0
 assert r["failover_ms"] > 0
 print("report ok:", r["ops"], "ops,", r["retries"], "retries, failover",
       r["failover_ms"], "ms")
