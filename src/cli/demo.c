@@ -260,13 +260,6 @@ static void note_write(int k, int64_t t_end) {
     note_write_after(atomic_load(&D.late_fault), k, t_end);
 }
 
-/* Note a call of pool k that ended at t_end with rc and err. */
-static void note_refusal(int k, int rc, int64_t t_end,
-                         const tether_error *err) {
-    if (rc == TETHER_EOPEN)
-        check_watch_eopen(&D.watch[k], t_end, err->message);
-}
-
 /* Account one finished statement started at t_start. */
 static void account(int64_t t_start, int64_t t_end, int ok, int idempotent,
                     const tether_error *err) {
@@ -343,7 +336,6 @@ static int run_job(worker *w) {
         note_write(POOL_JOBS, end);
         return 0;
     }
-    note_refusal(POOL_JOBS, rc, end, &err);
     atomic_fetch_add(err.not_sent ? &D.jobs_unsent : &D.jobs_failed, 1);
     int f = atomic_load(&D.cur_fault);
     if (f >= 0)
@@ -389,8 +381,6 @@ static void *worker_main(void *arg) {
             break;
         if (rc == 0 && pick >= 60)
             note_write(POOL_APP, end);
-        else if (rc != 0)
-            note_refusal(POOL_APP, rc, end, &err);
         check_took(end - t, RUN_LIMIT_MS);
         note_overrun(0, end - t, RUN_LIMIT_MS, rc, &err);
         if (rc != 0 && flags)
@@ -632,7 +622,7 @@ static void judge_back(fault_rec *fr, int64_t now) {
     fr->back_judged = 1;
     for (int k = 0; k < DEMO_POOLS; k++) {
         fault_back *b = &fr->wb[k];
-        check_back_judge(b, &D.watch[k], back, now);
+        check_back_judge(b, back, now);
         int64_t w = atomic_load(&b->first_write_ms);
         if (b->breach)
             announce("check: %s: writes of the %s pool %s %lld ms after the "
@@ -648,7 +638,7 @@ static void judge_back(fault_rec *fr, int64_t now) {
 static int writes_back_due(fault_rec *fr, int64_t now) {
     int64_t back = atomic_load(&fr->back_ms);
     for (int k = 0; k < DEMO_POOLS; k++)
-        if (!check_back_due(&fr->wb[k], &D.watch[k], back, now))
+        if (!check_back_due(&fr->wb[k], back, now))
             return 0;
     return 1;
 }
@@ -679,19 +669,6 @@ static int wait_writes_back(fault_rec *fr, int64_t until_ms) {
     if (!writes_all_back(fr))
         atomic_store(&D.late_fault, (int)(fr - D.faults));
     return 1;
-}
-
-/* Sample the breakers every WATCH_MS (demo_check.c). */
-#define WATCH_MS 5
-static void *watch_main(void *arg) {
-    (void)arg;
-    while (!atomic_load(&D.stop)) {
-        for (int k = 0; k < DEMO_POOLS; k++)
-            check_watch_sample(&D.watch[k], now_ms());
-        struct timespec ts = {0, WATCH_MS * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    return NULL;
 }
 
 static void *fault_main(void *arg) {
@@ -939,8 +916,7 @@ static void late_text(const fault_rec *fr) {
                tether_breaker_state_name(b->state),
                (long long)(b->period_end_ms - back),
                b->state != TETHER_BREAKER_OPEN ? "none in force"
-               : b->period_from_msg            ? "a caller was told"
-                                               : "seen by the watcher",
+                                               : "the pool's metrics",
                (long long)check_back_allowance_ms(b, back));
         printf("   a connect's pause between passes had %lld ms left then; "
                "until the writes:\n   %u connect attempts (%u failed, %u to a "
@@ -1081,8 +1057,7 @@ static void back_json(const fault_rec *fr) {
                (long long)(back ? b->period_end_ms - back : -1),
                !back                             ? ""
                : b->state != TETHER_BREAKER_OPEN ? "none"
-               : b->period_from_msg              ? "message"
-                                                 : "watcher",
+                                                 : "metrics",
                (long long)(back ? check_back_allowance_ms(b, back) : -1),
                b->judged ? "true" : "false", b->breach ? "true" : "false",
                (long long)b->pause_left_ms, atomic_load(&b->attempts),
@@ -1381,8 +1356,7 @@ static int run_workload(void) {
         ws[i].seed = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
         pthread_create(&ws[i].th, NULL, worker_main, &ws[i]);
     }
-    pthread_t ft, wt;
-    int have_wt = pthread_create(&wt, NULL, watch_main, NULL) == 0;
+    pthread_t ft;
     int have_ft =
         D.o.faults && pthread_create(&ft, NULL, fault_main, NULL) == 0;
     int64_t end = D.o.seconds_ms, last_t = 0, next_line = 1000;
@@ -1410,8 +1384,6 @@ static int run_workload(void) {
         fprintf(stderr, "\n");
     if (have_ft)
         pthread_join(ft, NULL);
-    if (have_wt)
-        pthread_join(wt, NULL);
     for (int i = 0; i < nw; i++)
         pthread_join(ws[i].th, NULL);
     check_totals(&D.chk, D.secs, D.nsecs);
@@ -1491,7 +1463,7 @@ int cli_demo(int argc, char **argv) {
     int rc = cli_parse_opts(CMD, argc, argv, demo_options, take_opt, &D.o);
     if (rc)
         return rc;
-    if (!D.o.threads) /* the soak: 64 threads on a pool of 16 */
+    if (!D.o.threads) /* the soak: 64 threads on a pool of 12 */
         D.o.threads = D.o.chaos ? 64 : 16;
     if (!D.o.pool) /* the job worker's pool takes JOB_POOL of the slots */
         D.o.pool = D.o.chaos ? SERVER_SLOTS - 1 - JOB_POOL : 8;

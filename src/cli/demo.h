@@ -32,8 +32,6 @@ typedef struct fault_back {
     tether_breaker_state state; /* the breaker at the server's return */
     int64_t period_end_ms;      /* end of the period in force then (run clock;
                                    the return itself when none was) */
-    int period_from_msg;        /* period_end_ms from a caller's TETHER_EOPEN
-                                   message (else seen by the watcher) */
     /* The pool's connect steps from the server's return until the first
      * write (its connect events): what kept the writes away. */
     atomic_uint attempts, failed, wrong_role, skipped;
@@ -107,35 +105,19 @@ int check_memory_measured(void);
 
 /* ---- writes back after a fault (demo_check.c) ---- */
 
-/* What the run learns of a pool's breaker from the public API: the
- * TETHER_EOPEN messages its callers get ("next probe in N ms") and the
- * pool's metrics sampled every few ms (docs/failures.md, "Writes back
- * after a fault"). */
-#define WATCH_LOG 256
+/* What the run watches of a pool: its metrics (the breaker's state and
+ * how long it still blocks, tether_pool_metrics.breaker_blocked_ms) at the
+ * server's return, and the pauses between passes its connects began
+ * (docs/failures.md, "Writes back after a fault"). */
 typedef struct pool_watch {
     const char *name;
     tether_pool *pool;
-    atomic_int_fast64_t msg_end_ms;   /* end of the open period a caller was
-                                         told of last (run clock); 0: none */
-    atomic_int_fast64_t msg_seen_ms;  /* when it was told */
     atomic_int_fast64_t pause_end_ms; /* end of the latest pause between
                                          passes a connect of it began */
-    pthread_mutex_t lock;             /* the rest */
-    int sampled;
-    tether_breaker_state state;
-    uint64_t created, failures;
-    int64_t opened_ms;        /* last time it was seen (re)opening */
-    int64_t exits[WATCH_LOG]; /* times a period was seen ending: the
-                                 breaker let a connect through */
-    int nexits;               /* total, the ring keeps the last WATCH_LOG */
 } pool_watch;
 
 /* check_watch_init readies w for pool p. */
 void check_watch_init(pool_watch *w, const char *name, tether_pool *p);
-
-/* check_watch_eopen notes a TETHER_EOPEN a caller of w's pool got at
- * now_ms with message msg. */
-void check_watch_eopen(pool_watch *w, int64_t now_ms, const char *msg);
 
 /* check_back_event counts a connect event ev of b's pool (once its server
  * is back, until its first write). */
@@ -146,26 +128,23 @@ void check_back_event(fault_back *b, const tether_connect_event *ev);
 void check_watch_event(pool_watch *w, int64_t now_ms,
                        const tether_connect_event *ev);
 
-/* check_watch_sample reads w's pool's metrics at now_ms. */
-void check_watch_sample(pool_watch *w, int64_t now_ms);
-
 /* check_back_start records, at the server's return back_ms, the state of
  * w's breaker into b. */
 void check_back_start(fault_back *b, pool_watch *w, int64_t back_ms);
 
 /* check_back_judge decides b at now_ms (once writes came back, or at the
- * end of the wait): the period's end, and whether writes came back within
- * CHECK_WRITES_BACK_MS of the later of back_ms and that end. */
-void check_back_judge(fault_back *b, pool_watch *w, int64_t back_ms,
-                      int64_t now_ms);
+ * end of the wait): whether writes came back within CHECK_WRITES_BACK_MS of
+ * the later of back_ms and the end of the pacing then in force. */
+void check_back_judge(fault_back *b, int64_t back_ms, int64_t now_ms);
 
 /* check_back_due tells whether b is decided at now_ms: writes back, or
- * late already (its period's end known and the allowance past). */
-int check_back_due(const fault_back *b, pool_watch *w, int64_t back_ms,
-                   int64_t now_ms);
+ * late already (the allowance past). */
+int check_back_due(const fault_back *b, int64_t back_ms, int64_t now_ms);
 
 /* check_back_allowance_ms returns how long after back_ms writes may take
- * to come back under b (its period's end, then CHECK_WRITES_BACK_MS). */
+ * to come back under b: the pacing in force at back_ms (the breaker's
+ * period, or a connect's pause between passes, whichever ends later), then
+ * CHECK_WRITES_BACK_MS. */
 int64_t check_back_allowance_ms(const fault_back *b, int64_t back_ms);
 
 /* check_totals fills r's counters (not the sampler's nor the memory). */

@@ -151,49 +151,17 @@ void check_totals(check_report *r, const sec_stats *secs, int nsecs) {
 
 static void keep_max(atomic_int_fast64_t *v, int64_t x);
 
-/* What tether's public API tells of a pool's breaker is its state and its
- * counters (tether_pool_metrics) and, to a caller it turns away, when the
- * next probe may go ("next probe in N ms"). The end of the period in force
- * when the server came back is taken from such a message when one was
- * given after the period began, else from the watcher: the first sample
- * after the return in which the breaker let a connect through (its state
- * left open, or a connect was made: created or connect_failures moved).
- * docs/failures.md, "Writes back after a fault". */
+/* The pacing in force when the server came back: the breaker's period
+ * (tether_pool_metrics.breaker_blocked_ms while it is open; a half-open
+ * breaker's probe is connecting, and passes over the hosts every 100 to
+ * 500 ms) and a pause between passes that a connect of the pool began (2
+ * to 4 s after a "too many connections"). docs/failures.md, "Writes back
+ * after a fault". */
 
 void check_watch_init(pool_watch *w, const char *name, tether_pool *p) {
     w->name = name;
     w->pool = p;
-    atomic_store(&w->msg_end_ms, 0);
-    atomic_store(&w->msg_seen_ms, 0);
-    pthread_mutex_init(&w->lock, NULL);
-}
-
-void check_watch_eopen(pool_watch *w, int64_t now_ms, const char *msg) {
-    const char *at = msg ? strstr(msg, "next probe in ") : NULL;
-    if (!at)
-        return;
-    long long left = strtoll(at + strlen("next probe in "), NULL, 10);
-    atomic_store(&w->msg_end_ms, now_ms + left);
-    atomic_store(&w->msg_seen_ms, now_ms);
-}
-
-void check_watch_sample(pool_watch *w, int64_t now_ms) {
-    tether_pool_metrics m;
-    tether_pool_metrics_get(w->pool, &m);
-    pthread_mutex_lock(&w->lock);
-    int moved = w->sampled &&
-                (m.created != w->created || m.connect_failures != w->failures);
-    int was_open = w->sampled && w->state == TETHER_BREAKER_OPEN;
-    int is_open = m.breaker_state == TETHER_BREAKER_OPEN;
-    if (was_open && (!is_open || moved))
-        w->exits[w->nexits++ % WATCH_LOG] = now_ms;
-    if (is_open && (!was_open || moved))
-        w->opened_ms = now_ms;
-    w->state = m.breaker_state;
-    w->created = m.created;
-    w->failures = m.connect_failures;
-    w->sampled = 1;
-    pthread_mutex_unlock(&w->lock);
+    atomic_store(&w->pause_end_ms, 0);
 }
 
 void check_watch_event(pool_watch *w, int64_t now_ms,
@@ -211,60 +179,28 @@ void check_back_start(fault_back *b, pool_watch *w, int64_t back_ms) {
     atomic_store(&b->min_budget, -1);
     atomic_store(&b->max_budget, -1);
     b->period_end_ms = back_ms;
-    b->period_from_msg = 0;
-    if (b->state != TETHER_BREAKER_OPEN)
-        return; /* closed, or a probe on its way: no period in force */
-    pthread_mutex_lock(&w->lock);
-    int64_t opened = w->opened_ms;
-    pthread_mutex_unlock(&w->lock);
-    int64_t seen = atomic_load(&w->msg_seen_ms);
-    if (seen && seen >= opened) { /* told during this period */
-        b->period_end_ms = atomic_load(&w->msg_end_ms);
-        b->period_from_msg = 1;
-    } else {
-        b->period_end_ms = -1; /* the watcher will tell */
-    }
-}
-
-/* The first time at or after t the watcher saw a period end, or -1. */
-static int64_t first_exit(pool_watch *w, int64_t t) {
-    int64_t best = -1;
-    pthread_mutex_lock(&w->lock);
-    int n = w->nexits < WATCH_LOG ? w->nexits : WATCH_LOG;
-    for (int i = 0; i < n; i++)
-        if (w->exits[i] >= t && (best < 0 || w->exits[i] < best))
-            best = w->exits[i];
-    pthread_mutex_unlock(&w->lock);
-    return best;
+    if (b->state == TETHER_BREAKER_OPEN)
+        b->period_end_ms += m.breaker_blocked_ms;
 }
 
 int64_t check_back_allowance_ms(const fault_back *b, int64_t back_ms) {
     int64_t from = b->period_end_ms > back_ms ? b->period_end_ms : back_ms;
+    if (back_ms + b->pause_left_ms > from)
+        from = back_ms + b->pause_left_ms;
     return from - back_ms + CHECK_WRITES_BACK_MS;
 }
 
-void check_back_judge(fault_back *b, pool_watch *w, int64_t back_ms,
-                      int64_t now_ms) {
-    if (b->period_end_ms < 0) {
-        int64_t e = first_exit(w, back_ms);
-        /* none seen: the period had not visibly ended by now */
-        b->period_end_ms = e >= 0 ? e : now_ms;
-    }
+void check_back_judge(fault_back *b, int64_t back_ms, int64_t now_ms) {
     int64_t limit = back_ms + check_back_allowance_ms(b, back_ms);
     int64_t wrote = atomic_load(&b->first_write_ms);
     b->judged = wrote > 0 || now_ms > limit;
     b->breach = wrote > 0 ? wrote > limit : now_ms > limit;
 }
 
-int check_back_due(const fault_back *b, pool_watch *w, int64_t back_ms,
-                   int64_t now_ms) {
+int check_back_due(const fault_back *b, int64_t back_ms, int64_t now_ms) {
     if (atomic_load(&b->first_write_ms))
         return 1;
-    int64_t end =
-        b->period_end_ms >= 0 ? b->period_end_ms : first_exit(w, back_ms);
-    if (end < 0)
-        return 0; /* the period in force has not visibly ended */
-    return now_ms > (end > back_ms ? end : back_ms) + CHECK_WRITES_BACK_MS;
+    return now_ms > back_ms + check_back_allowance_ms(b, back_ms);
 }
 
 static void keep_min(atomic_int_fast64_t *v, int64_t x) {
