@@ -774,9 +774,13 @@ static void check_accounting(int64_t t, int64_t warm) {
     if (over_count(D.pool, APP, &server, &m) ||
         over_count(D.jobs, JOBS_APP, &jobs, &mj)) {
         D.chk.accounting_mismatches++;
+        char who[1024];
+        fault_sessions_app(&D.cl,
+                           server > m.total + m.creating ? APP : JOBS_APP, who,
+                           sizeof(who));
         announce("check: the server holds %d and %d sessions of the pools, "
-                 "they count %d+%d and %d+%d open+opening",
-                 server, jobs, m.total, m.creating, mj.total, mj.creating);
+                 "they count %d+%d and %d+%d open+opening: %s",
+                 server, jobs, m.total, m.creating, mj.total, mj.creating, who);
     }
 }
 
@@ -909,7 +913,8 @@ static void late_text(const fault_rec *fr) {
         int64_t w = writes_back_ms(fr, k);
         printf(" ! %s at %.1fs: the %s pool's writes %s %lld ms after the "
                "server's return;\n   its breaker was %s then, the period "
-               "ending %lld ms after the return (%s): allowed %lld ms\n",
+               "ending %lld ms after the return (%s),\n   a connect's pause "
+               "%lld ms after it: allowed %lld ms\n",
                fault_kind_name(fr->e.kind), (double)fr->start_ms / 1000.0,
                D.watch[k].name, w < 0 ? "were not back" : "came back",
                (long long)(w < 0 ? D.o.seconds_ms - back : w),
@@ -917,16 +922,16 @@ static void late_text(const fault_rec *fr) {
                (long long)(b->period_end_ms - back),
                b->state != TETHER_BREAKER_OPEN ? "none in force"
                                                : "the pool's metrics",
+               (long long)b->pause_left_ms,
                (long long)check_back_allowance_ms(b, back));
-        printf("   a connect's pause between passes had %lld ms left then; "
-               "until the writes:\n   %u connect attempts (%u failed, %u to a "
-               "server of the wrong role,\n   budgets %lld-%lld ms), %u "
-               "hosts skipped, %lld ms of pauses between passes\n",
-               (long long)b->pause_left_ms, atomic_load(&b->attempts),
-               atomic_load(&b->failed), atomic_load(&b->wrong_role),
-               (long long)atomic_load(&b->min_budget),
-               (long long)atomic_load(&b->max_budget), atomic_load(&b->skipped),
-               (long long)atomic_load(&b->pause_ms));
+        printf(
+            "   until the writes:\n   %u connect attempts (%u failed, %u to a "
+            "server of the wrong role,\n   budgets %lld-%lld ms), %u "
+            "hosts skipped, %lld ms of pauses between passes\n",
+            atomic_load(&b->attempts), atomic_load(&b->failed),
+            atomic_load(&b->wrong_role), (long long)atomic_load(&b->min_budget),
+            (long long)atomic_load(&b->max_budget), atomic_load(&b->skipped),
+            (long long)atomic_load(&b->pause_ms));
     }
 }
 
@@ -964,8 +969,9 @@ static void report_text(const once_count *oc, const once_count *jc,
            "statement begun after;\n errors: failures idempotent work saw; "
            "writes: non-idempotent inserts that failed;\n back: from the "
            "server's return to the first write done in both pools, ! when "
-           "later\n than %d ms after the end of the breaker's period then, "
-           "? not judged: the next fault\n was due first)\n",
+           "later\n than %d ms after the end of the pacing then (the breaker's "
+           "period, a connect's\n pause), ? not judged: the next fault was "
+           "due first)\n",
            CHECK_WRITES_BACK_MS);
     for (int i = 0; i < D.nfaults; i++)
         late_text(&D.faults[i]);

@@ -456,6 +456,27 @@ int fault_count_app(const fault_cluster *c, const char *app) {
     return k;
 }
 
+void fault_sessions_app(const fault_cluster *c, const char *app, char *buf,
+                        size_t n) {
+    snprintf(buf, n, "(sessions unreadable)");
+    PGconn *a = admin_connect(c, c->writable, 1);
+    if (PQstatus(a) == CONNECTION_OK) {
+        const char *v[1] = {app};
+        PGresult *r = PQexecParams(
+            a,
+            "SELECT string_agg(format('pid %s %s %s ms in state, wait %s: "
+            "%s', pid, state, (extract(epoch FROM now() - state_change) * "
+            "1000)::int, coalesce(wait_event_type || '/' || wait_event, "
+            "'none'), left(query, 40)), '; ') FROM pg_stat_activity WHERE "
+            "application_name = $1 AND backend_type = 'client backend'",
+            1, NULL, v, NULL, NULL, 0);
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+            snprintf(buf, n, "%s", PQgetvalue(r, 0, 0));
+        PQclear(r);
+    }
+    PQfinish(a);
+}
+
 int fault_node_role(const fault_cluster *c, int node) {
     PGconn *a = admin_connect(c, node, 1);
     int role = -1;

@@ -111,6 +111,12 @@ int fault_admin_exec(const fault_cluster *c, int node, const char *sql,
  * writable node has now (superuser, 1 s connect timeout), or -1. */
 int fault_count_app(const fault_cluster *c, const char *app);
 
+/* fault_sessions_app writes into buf (n bytes) one line per session of
+ * app on the writable node: pid, state, how long in it, what it waits
+ * for, the start of its query (for a report). */
+void fault_sessions_app(const fault_cluster *c, const char *app, char *buf,
+                        size_t n);
+
 /* fault_node_role tells what node answers now: 1 primary, 0 standby,
  * -1 not answering (a short connect timeout). */
 int fault_node_role(const fault_cluster *c, int node);

@@ -201,6 +201,8 @@ typedef struct run {
                        timeout: an attempt it cuts is the caller's loss */
     int learnt;     /* attempts that told something of a server: a failure
                        of its own, or an answer of the wrong role */
+    int skipped;    /* the cache skipped a host this pass */
+    int rushed;     /* a pass already followed one at once (skip_rush) */
     int64_t busy_w; /* the busy pause's window (ms), doubling */
     tether_error last;
     tether__tally tally; /* every endpoint passed over, and why */
@@ -327,6 +329,7 @@ static int attempt(run *r, const tether_step *st, void **conn) {
     const tether__ep *ep = &c->cfg.eps[idx];
     int skip = skip_now(r, idx);
     if (skip) {
+        r->skipped = 1;
         tether__tally_skip(&r->tally, ep, skip);
         tether__connector_event(c, st->attempt, ep, TETHER_PHASE_SKIP, NULL, 0,
                                 now_ms(r) - r->start_ms, 0);
@@ -534,7 +537,16 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
         }
         if (default_pause(r, &st.delay_ms))
             return finish(r, conn, err);
-        r->reached = r->busy = r->full = 0;
+        /* The first pass that skipped a host and found nothing fitting is
+         * followed at once by the next (once per connect): the cache now
+         * knows the others' roles, so the skipped host is tried unless
+         * another still may serve, and a server down when last tried may
+         * be back (a restart takes under a second). */
+        if (r->skipped && !r->rushed && !r->c->cfg.pause_set) {
+            st.delay_ms = 0;
+            r->rushed = 1;
+        }
+        r->reached = r->busy = r->full = r->skipped = 0;
         tether__connector_event(r->c, 0, NULL, TETHER_PHASE_PAUSE, NULL, 0,
                                 now_ms(r) - r->start_ms, st.delay_ms);
         r->clock->sleep_ns(r->clock->ctx, st.delay_ms * TETHER__NS_PER_MS);

@@ -371,6 +371,36 @@ static void test_sequential_skips_refused(void **state) {
     tether_connector_destroy(c);
 }
 
+/* A host skipped as down when last tried is tried again at once when the
+ * pass found nothing fitting (a restart takes under a second): no pause
+ * between that pass and the next. */
+static void test_skipped_host_tried_at_once(void **state) {
+    (void)state;
+    evlog log = {0};
+    tether_connector *c = make("host=down1,s1 target_session_attrs=read-write "
+                               "tether_login_timeout=2s",
+                               &log);
+    tether__connector_learn(c, 0, HS_DOWN, vnow());
+    tether_error err = {0};
+    assert_null(connect_host(c, &err));
+    int role = -1;
+    for (int i = 0; i < log.n && role < 0; i++)
+        if (!strncmp(log.lines[i], "role s1:", 8))
+            role = i;
+    assert_true(role >= 0);
+    assert_true(has_event(&log, "skip down1:"));
+    long long t_role = -1, t_next = -1;
+    sscanf(strstr(log.lines[role], "t="), "t=%lld", &t_role);
+    int next = role + 1;
+    while (next < log.n && strncmp(log.lines[next], "fail down1:", 11))
+        next++;
+    assert_true(next < log.n);
+    sscanf(strstr(log.lines[next], "t="), "t=%lld", &t_next);
+    print_message("%s\n%s\n", log.lines[role], log.lines[next]);
+    assert_int_equal(t_next, t_role);
+    tether_connector_destroy(c);
+}
+
 static void test_mirroring_budget_and_partner(void **state) {
     (void)state;
     evlog log = {0};
@@ -899,6 +929,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_parse_keywords, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_ports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_environment, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_skipped_host_tried_at_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sequential_skips_refused, setup,
                                         teardown),
