@@ -86,8 +86,16 @@ typedef struct check_report {
 void check_hold(const void *conn);
 void check_unhold(const void *conn);
 
-/* check_took notes a call that took took_ms within a limit of limit_ms. */
-void check_took(int64_t took_ms, int64_t limit_ms);
+/* check_took notes a call that took took_ms within a limit of limit_ms,
+ * of which its thread spent cpu_wait_ms waiting for a CPU (the
+ * scheduler's time, not the library's: check_cpu_wait_ms). Returns by how
+ * much the library kept it past the limit (<= 0: not). */
+int64_t check_took(int64_t took_ms, int64_t cpu_wait_ms, int64_t limit_ms);
+
+/* check_cpu_wait_ms returns how long the calling thread has waited for a
+ * CPU while runnable since it started (/proc/thread-self/schedstat), in
+ * ms, or 0 when the kernel does not tell. */
+int64_t check_cpu_wait_ms(void);
 
 /* check_failed notes an idempotent call that failed at end_ms (run clock),
  * begun at start_ms with limit_ms. */
