@@ -769,7 +769,9 @@ int tether__pool_connect_reserved(tether_pool *p, int permit, int64_t budget_ms,
     tether__slot *s = rc == 0 ? claim_free_locked(p) : NULL;
     if (rc != 0)
         p->total--;
-    if (!atomic_load(&p->closing))
+    /* A probe's connection goes to the first waiter (probe.c): capacity
+     * for the others only after, or that waiter would make a second. */
+    if (!atomic_load(&p->closing) && !(probe && rc == 0))
         grant_capacity_locked(p);
     pthread_cond_broadcast(&p->drained);
     pthread_mutex_unlock(&p->lock);

@@ -46,11 +46,12 @@ static void *probe_main(void *arg) {
     tether_error_clear(&err);
     int rc = tether__pool_connect_reserved(p, TETHER_PERMIT_PROBE,
                                            probe_budget(p), 1, &s, &err);
-    if (rc == 0 && atomic_load(&p->closing))
+    if (rc == 0 && atomic_load(&p->closing)) {
         tether__pool_discard(p, s, CLOSE_SHUTDOWN);
-    else if (rc == 0)
+    } else if (rc == 0) {
         tether__pool_put_idle(p, s); /* to the first waiter, or idle */
-    else
+        tether__pool_grant_due(p);   /* then room for the others */
+    } else
         tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_WARN,
                     "pool %s: the breaker's probe failed after %lld ms: %s",
                     p->name, (long long)err.elapsed_ms, err.message);

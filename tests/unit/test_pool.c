@@ -1319,6 +1319,42 @@ static void test_probe_has_whole_budget(void **state) {
     teardown(&f);
 }
 
+/* The probe's connection goes to the caller that waited for it; that
+ * caller does not make a second (before, the breaker closing granted the
+ * waiter capacity of its own while the probe's connection went idle: a
+ * fleet of 100 pools doubled its connections and filled the server). */
+static void test_probe_connection_to_waiter(void **state) {
+    (void)state;
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    real_opts(&f, &so, &po);
+    so.connect_latency_ms = 50;
+    po.max_size = 4;
+    po.breaker.jitter = 0;
+    po.breaker.open_ms = 200;
+    setup_with(&f, &so, &po);
+    tether_sim_set_down(f.sim, 1);
+    tether_error err = {0};
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
+                     TETHER_ECONNECT);
+    tether_sim_set_down(f.sim, 0);
+    tether_sim_stats st;
+    tether_sim_stats_get(f.sim, &st);
+    uint64_t connects = st.connects;
+    assert_int_equal(tether_pool_acquire(f.pool, 2000, &l, &err), 0);
+    struct timespec ts = {0, 100 * 1000000}; /* a second would come now */
+    nanosleep(&ts, NULL);
+    tether_sim_stats_get(f.sim, &st);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(f.pool, &m);
+    assert_int_equal(st.connects, connects + 1); /* the probe's only */
+    assert_int_equal(m.total, 1);
+    tether_lease_release(l);
+    teardown(&f);
+}
+
 /* A connect cut short by its caller's deadline before it learnt anything
  * of the server is not held against it: the breaker stays closed, no
  * failure is counted, and the next caller connects at once. Before, the
@@ -2251,6 +2287,7 @@ int main(void) {
         cmocka_unit_test(test_throttled_with_none_out_paces),
         cmocka_unit_test(test_shutting_down_paces_with_others_out),
         cmocka_unit_test(test_probe_has_whole_budget),
+        cmocka_unit_test(test_probe_connection_to_waiter),
         cmocka_unit_test(test_cut_connect_not_counted),
         cmocka_unit_test(test_auth_failure_no_password),
         cmocka_unit_test(test_permanent_failure_fails_fast),
