@@ -37,7 +37,8 @@
 
 #define CMD "demo"
 #define MAX_SECONDS 3600
-#define STMT_TIMEOUT_MS 3000 /* a statement's own bound within its attempt */
+#define STMT_TIMEOUT_MS 3000    /* a statement's own bound within its attempt */
+#define CONNECT_TIMEOUT_MS 2000 /* the pools' connect_timeout (open_pool) */
 /* Each call's limit (tether_pool_run_for): the pool's default run()
  * deadline, its acquire timeout; a return later, less the time the thread
  * waited for a CPU meanwhile, is an overrun (check_took). */
@@ -594,18 +595,28 @@ static void start_back(fault_rec *fr) {
 }
 
 /* A blackhole's connections stay silent for good: the server is back for
- * them only at the end of the bound of the statements it caught, so its
- * writes-back clock starts then if later (docs/failures.md, "Writes back
- * after a fault"). */
+ * them only at the end of the bound of the statements it caught, and of
+ * the connects it caught (a connect begun just before it lifted ends at its
+ * connect_timeout), so its writes-back clock starts then if later
+ * (docs/failures.md, "Writes back after a fault"). */
 static int64_t back_not_before(const fault_rec *fr) {
-    return fr->e.kind == FAULT_BLACKHOLE ? fr->inforce_ms + STMT_TIMEOUT_MS : 0;
+    if (fr->e.kind != FAULT_BLACKHOLE)
+        return 0;
+    int64_t stmts = fr->inforce_ms + STMT_TIMEOUT_MS;
+    int64_t lifted = atomic_load(&fr->lifted_ms);
+    /* and a moment for the failure of a connect caught to be recorded */
+    int64_t connects = lifted ? lifted + CONNECT_TIMEOUT_MS + 200 : stmts;
+    return stmts > connects ? stmts : connects;
 }
 
 /* fault_end's call the moment the server is back. */
 static void on_server_back(void *ctx) {
     (void)ctx;
     int f = atomic_load(&D.cur_fault);
-    if (f >= 0 && now_ms() >= back_not_before(&D.faults[f]))
+    if (f < 0)
+        return;
+    atomic_store(&D.faults[f].lifted_ms, now_ms());
+    if (now_ms() >= back_not_before(&D.faults[f]))
         start_back(&D.faults[f]);
 }
 
@@ -1434,9 +1445,9 @@ static int open_pool(tether_pool **p, const char *app, int max, char *settings,
                      const char *name, int k) {
     char ci[1024], extra[400];
     snprintf(settings, sizeof(D.settings),
-             "target_session_attrs=read-write connect_timeout=2 "
+             "target_session_attrs=read-write connect_timeout=%d "
              "tether_pool_max=%d%s%s%s",
-             max, D.o.retry ? " tether_retry='" : "",
+             CONNECT_TIMEOUT_MS / 1000, max, D.o.retry ? " tether_retry='" : "",
              D.o.retry ? D.o.retry : "", D.o.retry ? "'" : "");
     snprintf(extra, sizeof(extra),
              "options='-c client_min_messages=warning' %s", settings);

@@ -59,6 +59,8 @@ typedef struct fault_rec {
     atomic_uint_fast64_t job_failures; /* jobs not acknowledged */
     atomic_int_fast64_t back_ms;       /* the server back (run clock); 0:
                                           not yet */
+    atomic_int_fast64_t lifted_ms;     /* a blackhole: when the proxy passed
+                                          bytes again (0: not yet) */
     fault_back wb[DEMO_POOLS];
     int back_judged; /* wb judged (by the fault thread, else at the end) */
     char detail[200];
