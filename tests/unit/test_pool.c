@@ -1273,6 +1273,26 @@ static void test_blocking_period_waits_for_probe(void **state) {
     teardown(&f);
 }
 
+/* A pool on the real clock whose connects take latency_ms and whose
+ * breaker (200 ms, no jitter) a failed connect has just opened; the server
+ * is back. For the tests of the pool's probe. */
+static void setup_opened(fixture *f, int64_t latency_ms, int max) {
+    tether_sim_opts so;
+    tether_pool_opts po;
+    real_opts(f, &so, &po);
+    so.connect_latency_ms = latency_ms;
+    po.max_size = max;
+    po.breaker.jitter = 0;
+    po.breaker.open_ms = 200;
+    setup_with(f, &so, &po);
+    tether_sim_set_down(f->sim, 1);
+    tether_error err = {0};
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(f->pool, 1000, &l, &err),
+                     TETHER_ECONNECT); /* opens for 200 ms */
+    tether_sim_set_down(f->sim, 0);
+}
+
 /* The breaker's probe is the pool's (docs/breaker.md): when the period
  * ends, the probe connects with the whole budget on a pool thread, not
  * with the 60 ms its waiting caller has left. The caller times out saying
@@ -1282,20 +1302,9 @@ static void test_blocking_period_waits_for_probe(void **state) {
 static void test_probe_has_whole_budget(void **state) {
     (void)state;
     fixture f;
-    tether_sim_opts so;
-    tether_pool_opts po;
-    real_opts(&f, &so, &po);
-    so.connect_latency_ms = 150;
-    po.max_size = 2;
-    po.breaker.jitter = 0;
-    po.breaker.open_ms = 200;
-    setup_with(&f, &so, &po);
-    tether_sim_set_down(f.sim, 1);
+    setup_opened(&f, 150, 2);
     tether_error err = {0};
     tether_lease *l = NULL;
-    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
-                     TETHER_ECONNECT); /* opens for 200 ms */
-    tether_sim_set_down(f.sim, 0);
     double t0 = thread_time_mono_ms();
     assert_int_equal(tether_pool_acquire(f.pool, 260, &l, &err),
                      TETHER_ETIMEDOUT); /* the probe takes 200 + 150 ms */
@@ -1326,20 +1335,9 @@ static void test_probe_has_whole_budget(void **state) {
 static void test_probe_connection_to_waiter(void **state) {
     (void)state;
     fixture f;
-    tether_sim_opts so;
-    tether_pool_opts po;
-    real_opts(&f, &so, &po);
-    so.connect_latency_ms = 50;
-    po.max_size = 4;
-    po.breaker.jitter = 0;
-    po.breaker.open_ms = 200;
-    setup_with(&f, &so, &po);
-    tether_sim_set_down(f.sim, 1);
+    setup_opened(&f, 50, 4);
     tether_error err = {0};
     tether_lease *l = NULL;
-    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err),
-                     TETHER_ECONNECT);
-    tether_sim_set_down(f.sim, 0);
     tether_sim_stats st;
     tether_sim_stats_get(f.sim, &st);
     uint64_t connects = st.connects;
