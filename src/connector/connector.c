@@ -483,12 +483,13 @@ static int finish(run *r, void **conn, tether_error *err) {
  * refused as busy (and none of the wrong role answered), *delay is a draw
  * from [w/2, w], w from 4 s doubling per such pass (tuned with `tether sim
  * storm`: a busy server is up, the caller waits; a herd thins out), from
- * 500 ms when every refusal was 57P03 (starting up, shutting down: a
- * transition of a second or two), or 1 when that passes the login
- * deadline. After a server of the wrong role (a failover under way) the
- * schedule's pause stands. */
+ * [250, 500] ms every time when every refusal was 57P03 (starting up,
+ * shutting down: a transition of a second or two, whose end should be seen
+ * within half a second; the pool's breaker paces across connects), or 1
+ * when that passes the login deadline. After a server of the wrong role (a
+ * failover under way) the schedule's pause stands. */
 #define BUSY_FIRST_MS 4000
-#define TRANSITION_FIRST_MS 500
+#define TRANSITION_MS 500
 #define BUSY_MAX_MS 60000
 
 static int default_pause(run *r, int64_t *delay) {
@@ -498,8 +499,11 @@ static int default_pause(run *r, int64_t *delay) {
         return 0;
     if (!r->busy)
         return 1;
-    int64_t first = r->full ? BUSY_FIRST_MS : TRANSITION_FIRST_MS;
-    r->busy_w = r->busy_w ? TETHER__MIN(r->busy_w * 2, BUSY_MAX_MS) : first;
+    if (!r->full) /* a transition: the same short window every pass */
+        r->busy_w = TRANSITION_MS;
+    else
+        r->busy_w =
+            r->busy_w ? TETHER__MIN(r->busy_w * 2, BUSY_MAX_MS) : BUSY_FIRST_MS;
     pthread_mutex_lock(&c->lock);
     *delay = tether__rng_range(&c->rng, r->busy_w / 2, r->busy_w);
     pthread_mutex_unlock(&c->lock);
