@@ -302,6 +302,17 @@ static void sim_and_pq(void) {
     EXPECT(tether_pq_conn(NULL) == NULL);
     /* no connection and no result: a failure with nothing more to say */
     EXPECT(tether_pq_error(NULL, NULL, &e) < 0);
+    PGresult *r = (PGresult *)&e; /* set to NULL by the calls below */
+    EXPECT_EINVAL(tether_pq_exec(NULL, "SELECT 1", 100, &r, &e), e, "conn");
+    EXPECT(r == NULL);
+    r = (PGresult *)&e;
+    EXPECT_EINVAL(tether_pq_exec_params(NULL, "SELECT 1", NULL, 100, &r, &e), e,
+                  "conn");
+    EXPECT(r == NULL);
+    EXPECT_EINVAL(tether_pq_exec((PGconn *)&e, NULL, 100, &r, &e), e, "sql");
+    EXPECT_EINVAL(tether_pq_exec((PGconn *)&e, "SELECT 1", 100, NULL, &e), e,
+                  "res");
+    tether_pq_stats_get(NULL);
 }
 
 /* ---- the runner -------------------------------------------------------------

@@ -1,0 +1,378 @@
+/* test_statements.c - statements with deadlines (S1, docs/statements.md)
+ * against the real scratch cluster's primary:
+ *
+ *   scripts/pg-cluster run -- test_statements FAULTPROXY
+ *
+ * A statement that outruns its deadline returns TETHER_ETIMEDOUT by the
+ * deadline plus a few milliseconds; the server-side statement is cancelled
+ * (pg_stat_activity shows it gone) and the connection comes back to the
+ * pool (the same backend PID next time), never handed out while the
+ * cancel is in flight (a pool of one: the next caller waits for it). The
+ * deadline defaults to the tether_pool_run attempt's. A transaction's
+ * statement cut by its deadline is rolled back. The server's own
+ * statement_timeout (57014) is a timeout that idempotent work retries.
+ * Through a faultproxy in blackhole mode the call still returns by its
+ * deadline and the connection is closed after the drain bound. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tether.h"
+#include "tether_pq.h"
+
+static char base[1024]; /* user, password, dbname */
+static int primary_port;
+static const char *proxy_bin;
+
+#define LATE_MS 20 /* how late a timed-out call may return */
+
+static int64_t now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static tether_pool *open_pool(int port, const char *extra) {
+    char ci[2048];
+    snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d %s tether_pool_max=1 %s",
+             port, base, extra);
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    if (tether_pool_open(&p, ci, NULL, NULL, &err))
+        fail_msg("pool: %s", err.message);
+    return p;
+}
+
+/* A plain libpq session on the primary, for looking from outside. */
+static PGconn *outside(void) {
+    char ci[1200];
+    snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d %s", primary_port, base);
+    PGconn *c = PQconnectdb(ci);
+    if (PQstatus(c) != CONNECTION_OK)
+        fail_msg("outside connection: %s", PQerrorMessage(c));
+    return c;
+}
+
+static long long value_of(PGconn *c, const char *sql) {
+    PGresult *r = PQexec(c, sql);
+    long long v = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
+        v = atoll(PQgetvalue(r, 0, 0));
+    else
+        print_message("%s: %s\n", sql, PQerrorMessage(c));
+    PQclear(r);
+    return v;
+}
+
+/* How many sessions run a statement containing tag, seen from outside. */
+static long long running(const char *tag) {
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+             "AND query LIKE '%%%s%%' AND pid <> pg_backend_pid()",
+             tag);
+    PGconn *c = outside();
+    long long n = value_of(c, sql);
+    PQfinish(c);
+    return n;
+}
+
+static long long backend_pid(tether_pool *p) {
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    if (tether_pool_acquire(p, 5000, &l, &err))
+        fail_msg("acquire: %s", err.message);
+    PGresult *r = NULL;
+    long long pid = -1;
+    if (tether_pq_exec(tether_pq_conn(l), "SELECT pg_backend_pid()", 2000, &r,
+                       &err) == 0)
+        pid = atoll(PQgetvalue(r, 0, 0));
+    else
+        print_message("pid: %s\n", err.message);
+    PQclear(r);
+    tether_lease_release(l);
+    return pid;
+}
+
+/* The work of a run: one statement with the run's deadline. */
+static int sleep_work(void *h, void *arg, const tether_attempt *a,
+                      tether_error *err) {
+    (void)a;
+    PGresult *r = NULL;
+    int rc =
+        tether_pq_exec(h, (const char *)arg, TETHER_PQ_RUN_DEADLINE, &r, err);
+    PQclear(r);
+    return rc;
+}
+
+/* 1. A lease: the explicit deadline; the connection is busy until released,
+ * then drained and reused; the statement is gone from the server. */
+static void test_deadline_on_lease(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    long long pid = backend_pid(p);
+    tether_pq_stats s0, s1;
+    tether_pq_stats_get(&s0);
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    PGconn *pg = tether_pq_conn(l);
+    PGresult *r = NULL;
+    int64_t t0 = now_ms();
+    int rc =
+        tether_pq_exec(pg, "SELECT pg_sleep(10) /* lease */", 200, &r, &err);
+    int64_t took = now_ms() - t0;
+    print_message("lease: %s after %lld ms: %s\n", tether_errname(rc),
+                  (long long)took, err.message);
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    assert_null(r);
+    assert_int_equal(err.not_sent, 0);
+    assert_non_null(strstr(err.message, "may have been applied"));
+    assert_true(took >= 200 && took <= 200 + LATE_MS);
+    rc = tether_pq_exec(pg, "SELECT 1", 1000, &r, &err);
+    assert_int_equal(rc, TETHER_ESTATE); /* still busy: not reused */
+    assert_int_equal(running("lease"), 1);
+    tether_lease_release(l);
+    assert_int_equal(backend_pid(p), pid); /* waited for it: a pool of 1 */
+    assert_int_equal(running("lease"), 0);
+    tether_pq_stats_get(&s1);
+    assert_int_equal(s1.timeouts - s0.timeouts, 1);
+    assert_int_equal(s1.cancels_sent - s0.cancels_sent, 1);
+    assert_int_equal(s1.reused_after_cancel - s0.reused_after_cancel, 1);
+    tether_pool_destroy(p);
+}
+
+/* 2. Inside run(): the statement ends with the attempt's time. */
+static void test_run_deadline(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    long long pid = backend_pid(p);
+    tether_error err = {0};
+    int64_t t0 = now_ms();
+    int rc = tether_pool_run_for(p, 0, 300, sleep_work,
+                                 "SELECT pg_sleep(10) /* run */", &err);
+    int64_t took = now_ms() - t0;
+    print_message("run: %s after %lld ms: %s\n", tether_errname(rc),
+                  (long long)took, err.message);
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    assert_true(took >= 290 && took <= 300 + LATE_MS);
+    assert_int_equal(backend_pid(p), pid);
+    assert_int_equal(running("run"), 0);
+    tether_pool_destroy(p);
+}
+
+/* 3. A statement in a transaction block: cut, then rolled back. */
+static void test_transaction_rolled_back(void **state) {
+    (void)state;
+    PGconn *o = outside();
+    PQclear(PQexec(o, "DROP TABLE IF EXISTS stmt_t; CREATE TABLE stmt_t(x "
+                      "int)"));
+    tether_pool *p = open_pool(primary_port, "");
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    PGconn *pg = tether_pq_conn(l);
+    PGresult *r = NULL;
+    assert_int_equal(tether_pq_exec(pg, "BEGIN", 1000, &r, &err), 0);
+    PQclear(r);
+    int rc = tether_pq_exec(
+        pg, "INSERT INTO stmt_t SELECT 1 FROM pg_sleep(10) /* txn */", 150, &r,
+        &err);
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    assert_non_null(strstr(err.message, "rolled back"));
+    tether_lease_release(l);
+    assert_true(backend_pid(p) > 0); /* after the drain */
+    assert_int_equal(value_of(o, "SELECT count(*) FROM stmt_t"), 0);
+    PQclear(PQexec(o, "DROP TABLE stmt_t"));
+    PQfinish(o);
+    tether_pool_destroy(p);
+}
+
+/* The work of test_statement_timeout: the first attempt meets the server's
+ * statement_timeout, later ones do not. */
+static int timeout_work(void *h, void *arg, const tether_attempt *a,
+                        tether_error *err) {
+    int *calls = arg;
+    (*calls)++;
+    PGresult *r = NULL;
+    const char *sql = a->number == 1 ? "SET statement_timeout = 50; "
+                                       "SELECT pg_sleep(1)"
+                                     : "RESET statement_timeout; SELECT 1";
+    int rc = tether_pq_exec(h, sql, TETHER_PQ_RUN_DEADLINE, &r, err);
+    PQclear(r);
+    return rc;
+}
+
+/* 4. The server's statement_timeout (57014) is a timeout: transient, and
+ * idempotent work is retried; other work is not. */
+static void test_statement_timeout(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    int calls = 0;
+    tether_error err = {0};
+    assert_int_equal(
+        tether_pool_run(p, TETHER_IDEMPOTENT, timeout_work, &calls, &err), 0);
+    assert_int_equal(calls, 2);
+    calls = 0;
+    int rc = tether_pool_run(p, 0, timeout_work, &calls, &err);
+    print_message("57014: %s %s %s\n", tether_errname(rc), err.sqlstate,
+                  err.message);
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    assert_string_equal(err.sqlstate, "57014");
+    assert_int_equal(err.cls, TETHER_CLASS_TRANSIENT);
+    assert_int_equal(calls, 1);
+    tether_pool_destroy(p);
+}
+
+/* 5. Parameters, and bad input. */
+static void test_params_and_input(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    const char *vals[] = {"41"};
+    tether_pq_params pp = {1, NULL, vals, NULL, NULL, 0};
+    PGresult *r = NULL;
+    assert_int_equal(tether_pq_exec_params(tether_pq_conn(l),
+                                           "SELECT $1::int + 1", &pp, 1000, &r,
+                                           &err),
+                     0);
+    assert_string_equal(PQgetvalue(r, 0, 0), "42");
+    PQclear(r);
+    assert_int_equal(
+        tether_pq_exec(tether_pq_conn(l), "SELEC 1", 1000, &r, &err),
+        TETHER_EQUERY);
+    assert_string_equal(err.sqlstate, "42601");
+    assert_null(r);
+    PGconn *o = outside(); /* not a connection of tether's */
+    assert_int_equal(tether_pq_exec(o, "SELECT 1", 1000, &r, &err),
+                     TETHER_EINVAL);
+    assert_non_null(strstr(err.message, "not a connection of tether"));
+    PQfinish(o);
+    tether_lease_release(l);
+    tether_pool_destroy(p);
+}
+
+/* A fault proxy in front of the primary. */
+typedef struct proxy {
+    pid_t pid;
+    int port;
+    char ctl[128];
+} proxy;
+
+static void proxy_start(proxy *px) {
+    snprintf(px->ctl, sizeof(px->ctl), "/tmp/tether-stmt-%d.sock", getpid());
+    unlink(px->ctl);
+    char target[64];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", primary_port);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    px->pid = fork();
+    if (px->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(proxy_bin, proxy_bin, "serve", "--listen", "0", "--target",
+              target, "--control", px->ctl, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[64] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    assert_int_equal(sscanf(line, "port %d", &px->port), 1);
+}
+
+static void proxy_stop(proxy *px) {
+    kill(px->pid, SIGTERM);
+    waitpid(px->pid, NULL, 0);
+    unlink(px->ctl);
+}
+
+static void proxy_mode(proxy *px, const char *mode) {
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "%s ctl %s %s >/dev/null", proxy_bin, px->ctl,
+             mode);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* 6. A blackholed server: the call returns by its deadline, the cancel
+ * cannot connect, and the connection is closed after the drain bound. */
+static void test_blackhole(void **state) {
+    (void)state;
+    proxy px;
+    proxy_start(&px);
+    tether_pool *p = open_pool(px.port, "tether_drain_timeout=300ms");
+    assert_true(backend_pid(p) > 0);
+    tether_pq_stats s0, s1;
+    tether_pq_stats_get(&s0);
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    proxy_mode(&px, "blackhole");
+    PGresult *r = NULL;
+    int64_t t0 = now_ms();
+    int rc = tether_pq_exec(tether_pq_conn(l), "SELECT 1", 200, &r, &err);
+    int64_t took = now_ms() - t0;
+    print_message("blackhole: %s after %lld ms\n", tether_errname(rc),
+                  (long long)took);
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    assert_true(took <= 200 + LATE_MS);
+    t0 = now_ms();
+    tether_lease_release(l);
+    assert_true(now_ms() - t0 <= LATE_MS); /* the caller is not held */
+    tether_pool_metrics m;
+    for (int i = 0; i < 100; i++) { /* the drain gives up after 300 ms */
+        tether_pool_metrics_get(p, &m);
+        if (m.total == 0)
+            break;
+        sleep_ms(10);
+    }
+    assert_int_equal(m.total, 0);
+    tether_pq_stats_get(&s1);
+    assert_int_equal(s1.discarded_after_cancel - s0.discarded_after_cancel, 1);
+    assert_int_equal(s1.cancels_failed - s0.cancels_failed, 1);
+    tether_pool_destroy(p);
+    proxy_stop(&px);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !getenv("PRIMARY_PORT")) {
+        fprintf(stderr, "usage: scripts/pg-cluster run -- test_statements "
+                        "FAULTPROXY\n");
+        return getenv("PRIMARY_PORT") ? 2 : 0;
+    }
+    proxy_bin = argv[1];
+    primary_port = atoi(getenv("PRIMARY_PORT"));
+    snprintf(base, sizeof(base), "user=%s password=%s dbname=%s",
+             getenv("PGC_USER"), getenv("PGC_PASSWORD"), getenv("PGC_DB"));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_deadline_on_lease),
+        cmocka_unit_test(test_run_deadline),
+        cmocka_unit_test(test_transaction_rolled_back),
+        cmocka_unit_test(test_statement_timeout),
+        cmocka_unit_test(test_params_and_input),
+        cmocka_unit_test(test_blackhole),
+    };
+    return cmocka_run_group_tests_name("statements", tests, NULL, NULL);
+}
