@@ -136,9 +136,11 @@ struct tether_pool {
     char *conninfo, *name;
     tether_connector *own_connector; /* tether_pool_open's */
     struct tether__route *route;     /* read/write routing, or NULL */
-    int fallback; /* a routing pool's read side: its callers have the
-                     primary to go to, so none waits for the breaker's
-                     probe (docs/routing.md) */
+    int fallback;     /* a routing pool's read side: its callers have the
+                         primary to go to, so none waits for the breaker's
+                         probe (docs/routing.md) */
+    int64_t drain_ms; /* tether_drain_timeout; 0: TETHER__DRAIN_MS, -1:
+                         none (close at once); in the line's padding */
 
     /* Written on waits (hand-over turns): a line of its own. */
     _Alignas(64) _Atomic int64_t head_since_ns; /* when the first waiter
@@ -158,8 +160,6 @@ struct tether_pool {
                                written under lock */
     int64_t probe_start_ns; /* when it started (mono) */
     tether__rng rng;
-    int64_t drain_ms; /* tether_drain_timeout; 0: TETHER__DRAIN_MS, -1:
-                         none (close at once) */
     _Atomic int64_t next_retire_ms; /* lifetime retirements are spaced */
     int64_t retire_gap_ms;
 
