@@ -518,6 +518,10 @@ int tether__pool_still_up(tether_pool *p, tether__slot *s, int probe) {
 }
 
 void tether__pool_discard(tether_pool *p, tether__slot *s, close_reason why) {
+    if (why == KEEP_DRAINING) { /* from give_back: not closed (drain.c) */
+        tether__pool_drain(p, s);
+        return;
+    }
     void *conn = s->conn;
     s->conn = NULL;
     s->handle = NULL;
@@ -1158,10 +1162,7 @@ TETHER__HOT static inline __attribute__((always_inline)) void
 give_back(tether_pool *p, tether__slot *s) {
     close_reason why = release_verdict(p, s);
     if (why != CLOSE_NREASONS) {
-        if (why == KEEP_DRAINING)
-            tether__pool_drain(p, s);
-        else
-            tether__pool_discard(p, s, why);
+        tether__pool_discard(p, s, why); /* KEEP_DRAINING: drains */
         return;
     }
     s->released_ms = s->checked_ms = tether__pool_now(p);

@@ -329,7 +329,9 @@ static inline int64_t tether__pool_now(const tether_pool *p) {
 }
 
 /* tether__pool_discard closes s's connection and frees the slot. The caller
- * owns s (USED, RESERVED or CREATING with a connection). */
+ * owns s (USED, RESERVED or CREATING with a connection). why KEEP_DRAINING
+ * (release_verdict's, a statement past its deadline) hands s to
+ * tether__pool_drain instead: the release path then keeps its layout. */
 void tether__pool_discard(tether_pool *p, tether__slot *s, close_reason why);
 
 /* The default bound of a drain after a statement's deadline
