@@ -76,6 +76,39 @@ TETHER_API int tether_pq_exec_params(PGconn *conn, const char *sql,
                                      int64_t timeout_ms, PGresult **res,
                                      tether_error *err);
 
+/* A declared statement (docs/statements.md, "Declared statements"). */
+typedef struct tether_pq_stmt tether_pq_stmt;
+
+/* tether_pq_declare declares sql, one statement with nparams parameters
+ * ($1...), once for every connection of tether's pq driver, whichever pool
+ * (or side of a read/write router) it belongs to: types gives their types
+ * (NULL, or 0 entries: the server infers them); name names it in messages
+ * (NULL: "stmt-N"). Nothing is sent: each connection prepares it the first
+ * time it runs it, in the same round trip. Free with
+ * tether_pq_stmt_destroy once no call uses it. */
+TETHER_API int tether_pq_declare(const char *name, const char *sql, int nparams,
+                                 const Oid *types, tether_pq_stmt **out,
+                                 tether_error *err);
+
+/* tether_pq_stmt_destroy frees st (NULL: nothing). The connections that
+ * prepared it keep it until they close or deallocate it as least recently
+ * used. */
+TETHER_API void tether_pq_stmt_destroy(tether_pq_stmt *st);
+
+/* tether_pq_exec_prepared runs the declared statement st on conn with
+ * params (their n must be st's nparams; NULL: none), as
+ * tether_pq_exec_params does: the same deadline, outcomes and drain
+ * after a timeout. conn prepares st when it has not yet (Prepare and
+ * Execute in one pipeline: one round trip), again after a reset query,
+ * and when the server lost it (26000: DEALLOCATE ALL, DISCARD): outside
+ * a transaction block the statement then runs at once, in the same call;
+ * inside one it fails with the server's error, transient (the
+ * transaction is aborted; the work may run again from its start). */
+TETHER_API int tether_pq_exec_prepared(PGconn *conn, const tether_pq_stmt *st,
+                                       const tether_pq_params *params,
+                                       int64_t timeout_ms, PGresult **res,
+                                       tether_error *err);
+
 /* Process-wide counts of statements run through tether_pq_exec and
  * tether_pq_exec_params and what their deadlines cost (docs/metrics.md). */
 typedef struct tether_pq_stats {

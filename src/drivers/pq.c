@@ -1025,9 +1025,11 @@ TETHER__HOT static int pq_reset(void *conn, const char *reset_query,
     int ran = ts != PQTRANS_IDLE || (reset_query && *reset_query);
     if (ts != PQTRANS_IDLE)
         rc = run_query(c, "ROLLBACK", "reset", RESET_BUDGET_MS, &run, err);
-    if (rc == 0 && reset_query && *reset_query)
+    if (rc == 0 && reset_query && *reset_query) {
+        c->nprep = 0; /* DISCARD ALL may drop them: prepare again */
         rc = run_query(c, reset_query, "reset query", RESET_BUDGET_MS, &run,
                        err);
+    }
     if (rc == 0 && ran && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
         rc = tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
                               "reset on %s left a transaction open", c->label);

@@ -12,6 +12,7 @@
 
 struct pg_conn;
 struct pg_result;
+struct pollfd;
 #include <stdint.h>
 
 /* ---- parameters (the driver's ctx) -------------------------------------- */
@@ -25,6 +26,7 @@ struct pg_result;
 
 #define TETHER__PQ_LABEL_MAX 128
 #define TETHER__PQ_STATUS_MAX 8 /* "on", "off" */
+#define TETHER__PQ_PREP_MAX 32  /* declared statements kept per connection */
 
 typedef struct tether__pq_params tether__pq_params;
 
@@ -49,6 +51,17 @@ typedef struct tether__pq_conn {
     int drained;
     int64_t drain_from_ns; /* when the statement timed out (mono) */
 
+    int pipe_syncs; /* pipeline syncs sent whose results are not yet read */
+
+    /* Declared statements prepared here (pq_prep.c): ids, least recently
+     * used first out. */
+    struct {
+        uint64_t id;
+        uint64_t used;
+    } prep[TETHER__PQ_PREP_MAX];
+    int nprep;
+    uint64_t prep_tick;
+
     const tether__pq_params *params; /* while connecting only */
     void (*next_rx)(void *, const struct pg_result *); /* libpq's receiver */
     int queried_role; /* from tether__pq_query_role */
@@ -68,6 +81,21 @@ void tether__pq_stmt_released(tether__pq_conn *c, int reset);
 /* tether__pq_stmt_closed counts a connection closed while draining or
  * before its reset after a drain (discarded after a cancel). */
 void tether__pq_stmt_closed(tether__pq_conn *c);
+
+/* The caller's side of a statement (pq_stmt.c), shared with pq_prep.c:
+ * find c by its PGconn; check it can take a statement; a deadline (mono
+ * ns, -1 none) from a timeout_ms; fill err for a lost connection or for a
+ * statement past its deadline (c then drains: docs/statements.md); poll
+ * until a deadline (0: it passed, -2: interrupted, go round). */
+tether__pq_conn *tether__pq_find(const struct pg_conn *pg);
+int tether__pq_ready(tether__pq_conn *c, tether_error *err);
+int64_t tether__pq_deadline(int64_t timeout_ms);
+int tether__pq_lost(tether__pq_conn *c, const char *what, tether_error *err);
+int tether__pq_timed_out(tether__pq_conn *c, int64_t start_ns, int in_txn,
+                         tether_error *err);
+int tether__pq_poll_until(struct pollfd *fds, int n, int64_t deadline_ns);
+int64_t tether__pq_now_ns(void);
+void tether__pq_count_statement(void);
 
 /* tether__pq_stmt_cancel_counted counts a cancel request the drain
  * needed: done, the server processed it; else it failed or ran late. */

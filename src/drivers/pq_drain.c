@@ -131,12 +131,21 @@ static void cancel_step(cancel *x, short revents) {
 /* drain_results reads what the statement sent: 1 when it is over (no
  * query in flight), 0 when more must come, -1 when c cannot go on. */
 static int drain_results(tether__pq_conn *c) {
+    int nulls = 0;
     while (!PQisBusy(c->pg)) {
         PGresult *r = PQgetResult(c->pg);
+        if (!r && c->pipe_syncs > 0 && ++nulls < 2)
+            continue; /* the end of one command of a pipeline */
+        if (!r && c->pipe_syncs > 0)
+            return 0; /* nothing more parsed yet */
         if (!r)
             return PQtransactionStatus(c->pg) == PQTRANS_ACTIVE ? 0 : 1;
+        nulls = 0;
         ExecStatusType st = PQresultStatus(r);
         PQclear(r);
+        if (st == PGRES_PIPELINE_SYNC && --c->pipe_syncs == 0 &&
+            !PQexitPipelineMode(c->pg))
+            return -1;
         if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT ||
             st == PGRES_COPY_BOTH)
             return -1;

@@ -53,6 +53,10 @@ void tether__pq_stmt_released(tether__pq_conn *c, int reset) {
     atomic_fetch_add(&n_reused, 1);
 }
 
+void tether__pq_count_statement(void) {
+    atomic_fetch_add(&n_statements, 1);
+}
+
 void tether__pq_stmt_cancel_counted(int done) {
     atomic_fetch_add(done ? &n_cancels_sent : &n_cancels_failed, 1);
 }
@@ -103,7 +107,7 @@ void tether__pq_stmt_unregister(tether__pq_conn *c) {
 }
 
 /* find returns the driver's connection of pg, or NULL. */
-static tether__pq_conn *find(const PGconn *pg) {
+tether__pq_conn *tether__pq_find(const PGconn *pg) {
     reg_entry *e = reg_slot(PQsocket(pg), 0);
     tether__pq_conn *c = e ? atomic_load(e) : NULL;
     return c && c->pg == pg ? c : NULL;
@@ -111,26 +115,26 @@ static tether__pq_conn *find(const PGconn *pg) {
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static int64_t mono_ns(void) {
+int64_t tether__pq_now_ns(void) {
     const tether_clock *clock = tether_clock_real();
     return clock->now_ns(clock->ctx);
 }
 
 /* poll_until polls fds until deadline_ns (mono): poll()'s result, 0 when
  * the deadline passed. The wait is rounded up to whole milliseconds. */
-static int poll_until(struct pollfd *fds, int n, int64_t deadline_ns) {
-    int64_t left = deadline_ns - mono_ns();
+int tether__pq_poll_until(struct pollfd *fds, int n, int64_t deadline_ns) {
+    int64_t left = deadline_ns - tether__pq_now_ns();
     if (left <= 0)
         return 0;
     int ms = (int)TETHER__MIN(
         (left + TETHER__NS_PER_MS - 1) / TETHER__NS_PER_MS, (int64_t)1 << 30);
     int rc = poll(fds, (nfds_t)n, ms);
     if (rc < 0 && errno == EINTR)
-        return mono_ns() >= deadline_ns ? 0 : -2; /* -2: go round */
+        return tether__pq_now_ns() >= deadline_ns ? 0 : -2; /* -2: go round */
     return rc;
 }
 
-static int lost(tether__pq_conn *c, const char *what, tether_error *err) {
+int tether__pq_lost(tether__pq_conn *c, const char *what, tether_error *err) {
     char text[TETHER_MSG_MAX];
     const char *m = PQerrorMessage(c->pg);
     size_t n = m ? strcspn(m, "\r\n") : 0;
@@ -145,7 +149,7 @@ static int lost(tether__pq_conn *c, const char *what, tether_error *err) {
 /* ---- the caller's side ------------------------------------------------ */
 
 /* ready checks that c can take a statement now. */
-static int ready(tether__pq_conn *c, tether_error *err) {
+int tether__pq_ready(tether__pq_conn *c, tether_error *err) {
     if (c->draining)
         return tether_error_set(
             err, TETHER_ESTATE, TETHER_CLASS_PERMANENT,
@@ -165,10 +169,10 @@ static int ready(tether__pq_conn *c, tether_error *err) {
 }
 
 /* deadline_of turns a statement's timeout_ms into a deadline (mono ns). */
-static int64_t deadline_of(int64_t timeout_ms) {
+int64_t tether__pq_deadline(int64_t timeout_ms) {
     if (timeout_ms < 0)
         return tether__run_deadline_ns;
-    return mono_ns() +
+    return tether__pq_now_ns() +
            TETHER__MIN(timeout_ms, (int64_t)1 << 40) * TETHER__NS_PER_MS;
 }
 
@@ -204,10 +208,10 @@ static int collect(tether__pq_conn *c, PGresult **keep) {
 
 /* timed_out marks c draining and fills err. in_txn: the statement ran
  * inside a transaction block, which can no longer commit. */
-static int timed_out(tether__pq_conn *c, int64_t start_ns, int in_txn,
-                     tether_error *err) {
+int tether__pq_timed_out(tether__pq_conn *c, int64_t start_ns, int in_txn,
+                         tether_error *err) {
     c->draining = 1;
-    c->drain_from_ns = mono_ns();
+    c->drain_from_ns = tether__pq_now_ns();
     atomic_fetch_add(&n_timeouts, 1);
     return tether_error_set(
         err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
@@ -224,7 +228,7 @@ static int await(tether__pq_conn *c, int64_t start_ns, int64_t deadline_ns,
     for (;;) {
         int pending = PQflush(c->pg);
         if (pending < 0)
-            return lost(c, "statement", err);
+            return tether__pq_lost(c, "statement", err);
         int done = pending ? 0 : collect(c, keep);
         if (done > 0)
             return 0;
@@ -237,13 +241,13 @@ static int await(tether__pq_conn *c, int64_t start_ns, int64_t deadline_ns,
         if (pending)
             pfd.events |= POLLOUT;
         int rc = deadline_ns < 0 ? poll(&pfd, 1, -1)
-                                 : poll_until(&pfd, 1, deadline_ns);
+                                 : tether__pq_poll_until(&pfd, 1, deadline_ns);
         if (rc == 0)
-            return timed_out(c, start_ns, in_txn, err);
+            return tether__pq_timed_out(c, start_ns, in_txn, err);
         if (rc == -1 && errno != EINTR)
-            return lost(c, "statement", err);
+            return tether__pq_lost(c, "statement", err);
         if (rc > 0 && !PQconsumeInput(c->pg))
-            return lost(c, "statement", err);
+            return tether__pq_lost(c, "statement", err);
     }
 }
 
@@ -270,15 +274,16 @@ static int send_stmt(tether__pq_conn *c, const char *sql,
 
 static int exec_stmt(PGconn *pg, const char *sql, const tether_pq_params *pp,
                      int64_t timeout_ms, PGresult **res, tether_error *err) {
-    tether__pq_conn *c = find(pg);
+    tether__pq_conn *c = tether__pq_find(pg);
     if (!c)
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "statement: conn is not a connection of "
                                 "tether's pq driver");
-    int rc = ready(c, err);
+    int rc = tether__pq_ready(c, err);
     if (rc)
         return rc;
-    int64_t start = mono_ns(), deadline = deadline_of(timeout_ms);
+    int64_t start = tether__pq_now_ns(),
+            deadline = tether__pq_deadline(timeout_ms);
     if (deadline >= 0 && start >= deadline)
         return tether_error_set_not_sent(
             err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
@@ -286,7 +291,7 @@ static int exec_stmt(PGconn *pg, const char *sql, const tether_pq_params *pp,
     int in_txn = PQtransactionStatus(pg) != PQTRANS_IDLE;
     atomic_fetch_add(&n_statements, 1);
     if (PQsetnonblocking(pg, 1) != 0 || !send_stmt(c, sql, pp))
-        return lost(c, "statement", err);
+        return tether__pq_lost(c, "statement", err);
     PGresult *keep = NULL;
     rc = await(c, start, deadline, in_txn, &keep, err);
     if (rc < 0) { /* draining or broken: stays non-blocking (docs) */

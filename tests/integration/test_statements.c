@@ -279,6 +279,146 @@ static void test_params_and_input(void **state) {
     tether_pool_destroy(p);
 }
 
+/* The declared statement's answer on l (-1: failed, err says why). */
+static long long run_declared(tether_lease *l, const tether_pq_stmt *st,
+                              const char *arg, int64_t timeout_ms,
+                              tether_error *err) {
+    const char *vals[] = {arg};
+    tether_pq_params pp = {1, NULL, vals, NULL, NULL, 0};
+    PGresult *r = NULL;
+    long long v = -1;
+    if (tether_pq_exec_prepared(tether_pq_conn(l), st, &pp, timeout_ms, &r,
+                                err) == 0)
+        v = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
+/* A value of sql on l (-1: failed). */
+static long long lease_value(tether_lease *l, const char *sql) {
+    PGresult *r = NULL;
+    tether_error err = {0};
+    long long v = -1;
+    if (tether_pq_exec(tether_pq_conn(l), sql, 2000, &r, &err) == 0 &&
+        PQntuples(r) > 0)
+        v = atoll(PQgetvalue(r, 0, 0));
+    else
+        print_message("%s: %s\n", sql, err.message);
+    PQclear(r);
+    return v;
+}
+
+#define PREPARED                                                               \
+    "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE "             \
+    "'\\_\\_tether\\_%'"
+
+/* 7. A declared statement: prepared once per connection, again after a
+ * server-side DEALLOCATE ALL (no error reaches the caller), a clear, a
+ * DISCARD ALL reset; inside a transaction the loss is a transient error. */
+static void test_declared(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    tether_pq_stmt *st = NULL;
+    tether_error err = {0};
+    Oid types[] = {23}; /* int4 */
+    assert_int_equal(tether_pq_declare("plus one", "SELECT $1::int + 1", 1,
+                                       types, &st, &err),
+                     0);
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    assert_int_equal(run_declared(l, st, "41", 1000, &err), 42);
+    assert_int_equal(lease_value(l, PREPARED), 1);
+    long long t1 = lease_value(
+        l, "SELECT extract(epoch FROM prepare_time) * 1e6 FROM "
+           "pg_prepared_statements WHERE name LIKE '\\_\\_tether\\_%'");
+    assert_int_equal(run_declared(l, st, "1", 1000, &err), 2);
+    assert_int_equal(
+        lease_value(l, "SELECT extract(epoch FROM prepare_time) * 1e6 FROM "
+                       "pg_prepared_statements WHERE name LIKE "
+                       "'\\_\\_tether\\_%'"),
+        t1); /* not prepared again */
+    assert_true(lease_value(l, "DEALLOCATE ALL; SELECT 0") == 0);
+    assert_int_equal(run_declared(l, st, "2", 1000, &err), 3);
+    assert_int_equal(lease_value(l, PREPARED), 1);
+    /* Inside a transaction block: the loss aborts it; transient. */
+    assert_true(lease_value(l, "BEGIN; DEALLOCATE ALL; SELECT 0") == 0);
+    assert_int_equal(run_declared(l, st, "2", 1000, &err), -1);
+    assert_string_equal(err.sqlstate, "26000");
+    assert_int_equal(err.cls, TETHER_CLASS_TRANSIENT);
+    tether_lease_release(l); /* rolled back */
+    tether_pool_clear(p);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    assert_int_equal(run_declared(l, st, "3", 1000, &err), 4);
+    tether_lease_release(l);
+    tether_pq_stmt_destroy(st);
+    tether_pool_destroy(p);
+}
+
+/* 8. More declared statements than a connection keeps: the least recently
+ * used are deallocated, and all of them still run; with DISCARD ALL as the
+ * reset query, each lease prepares again. */
+static void test_declared_bounded(void **state) {
+    (void)state;
+    tether_pool *p =
+        open_pool(primary_port, "tether_reset_query='DISCARD ALL'");
+    enum { N = 40 };
+    tether_pq_stmt *st[N];
+    tether_error err = {0};
+    for (int i = 0; i < N; i++) {
+        char sql[64];
+        snprintf(sql, sizeof(sql), "SELECT $1::int + %d", i);
+        assert_int_equal(tether_pq_declare(NULL, sql, 1, NULL, &st[i], &err),
+                         0);
+    }
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < N; i++)
+            assert_int_equal(run_declared(l, st[i], "100", 1000, &err),
+                             100 + i);
+    long long kept = lease_value(l, PREPARED);
+    print_message("declared: %d statements, %lld kept\n", N, kept);
+    assert_true(kept <= 32 && kept > 0);
+    tether_lease_release(l); /* DISCARD ALL */
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    assert_int_equal(lease_value(l, PREPARED), 0);
+    assert_int_equal(run_declared(l, st[0], "1", 1000, &err), 1);
+    tether_lease_release(l);
+    for (int i = 0; i < N; i++)
+        tether_pq_stmt_destroy(st[i]);
+    tether_pool_destroy(p);
+}
+
+/* 9. A declared statement past its deadline drains like any other; the
+ * connection then runs it again. */
+static void test_declared_timeout(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    long long pid = backend_pid(p);
+    tether_pq_stmt *st = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pq_declare("sleep",
+                                       "SELECT 1 FROM "
+                                       "pg_sleep($1::float8)",
+                                       1, NULL, &st, &err),
+                     0);
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    thread_time t0 = thread_time_start();
+    assert_int_equal(run_declared(l, st, "10", 200, &err), -1);
+    thread_time t1 = thread_time_stop();
+    assert_int_equal(err.code, TETHER_ETIMEDOUT);
+    check_late(&t0, &t1, 200, "declared");
+    tether_lease_release(l);
+    assert_int_equal(backend_pid(p), pid);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    assert_int_equal(run_declared(l, st, "0", 1000, &err), 1);
+    assert_int_equal(run_declared(l, st, "0", 1000, &err), 1);
+    tether_lease_release(l);
+    tether_pq_stmt_destroy(st);
+    tether_pool_destroy(p);
+}
+
 /* A fault proxy in front of the primary. */
 typedef struct proxy {
     pid_t pid;
@@ -379,6 +519,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_statement_timeout),
         cmocka_unit_test(test_params_and_input),
         cmocka_unit_test(test_blackhole),
+        cmocka_unit_test(test_declared),
+        cmocka_unit_test(test_declared_bounded),
+        cmocka_unit_test(test_declared_timeout),
     };
     return cmocka_run_group_tests_name("statements", tests, NULL, NULL);
 }
