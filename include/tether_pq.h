@@ -118,6 +118,8 @@ typedef struct tether_pq_stats {
     uint64_t cancels_failed;         /* could not be delivered in time */
     uint64_t reused_after_cancel;    /* drained and back in the pool */
     uint64_t discarded_after_cancel; /* closed instead */
+    uint64_t prepares;               /* declared statements prepared */
+    uint64_t reprepares; /* of those, after the server lost one (26000) */
 } tether_pq_stats;
 
 /* tether_pq_stats_get copies the counts into out (NULL: nothing). */

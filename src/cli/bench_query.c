@@ -47,9 +47,11 @@ typedef struct query_opts {
     bench_opts b; /* --threads, --pool, --seconds, --json */
     const char *conninfo;
     int run_mode;
-    int read_only;       /* --read-only: TETHER_READONLY through routing */
-    const char *sql;     /* --sql, or NULL: SELECT 1 with PQexec */
-    int64_t deadline_ms; /* --deadline; -1: none */
+    int read_only;        /* --read-only: TETHER_READONLY through routing */
+    const char *sql;      /* --sql, or NULL: SELECT 1 with PQexec */
+    int prepared;         /* --prepared: sql as a declared statement */
+    tether_pq_stmt *stmt; /* its declaration */
+    int64_t deadline_ms;  /* --deadline; -1: none */
 } query_opts;
 
 typedef struct qworker {
@@ -105,11 +107,14 @@ static int work_select1(void *handle, void *arg, const tether_attempt *a,
 }
 
 /* stmt runs --sql on conn with timeout_ms (TETHER_PQ_RUN_DEADLINE: the
- * run's), through tether_pq_exec. */
+ * run's), through tether_pq_exec, or tether_pq_exec_prepared with
+ * --prepared. */
 static int stmt(const query_opts *o, PGconn *conn, int64_t timeout_ms,
                 tether_error *err) {
     PGresult *r = NULL;
-    int rc = tether_pq_exec(conn, o->sql, timeout_ms, &r, err);
+    int rc = o->stmt ? tether_pq_exec_prepared(conn, o->stmt, NULL, timeout_ms,
+                                               &r, err)
+                     : tether_pq_exec(conn, o->sql, timeout_ms, &r, err);
     PQclear(r);
     return rc;
 }
@@ -607,7 +612,12 @@ static void query_usage(FILE *f) {
             "                  2s); a statement past it is cancelled in the "
             "background\n"
             "                  (implies --sql 'SELECT 1' when --sql is not "
-            "given)\n\n"
+            "given)\n"
+            "  --prepared      run the statement as a declared one "
+            "(tether_pq_declare,\n"
+            "                  tether_pq_exec_prepared): each connection "
+            "prepares it once,\n"
+            "                  in the round trip of its first execute\n\n"
             "Prints ops/s, per-operation latency p50/p99/max and acquire "
             "wait in\nmicroseconds, errors, retries (tether_pool_run's) and "
             "this process's CPU time\nper operation. Side by side with the "
@@ -625,7 +635,8 @@ enum {
     OPT_MODE,
     OPT_READ_ONLY,
     OPT_SQL,
-    OPT_DEADLINE
+    OPT_DEADLINE,
+    OPT_PREPARED
 };
 
 static const struct option query_opts_table[] = {
@@ -635,6 +646,7 @@ static const struct option query_opts_table[] = {
     {"read-only", no_argument, NULL, OPT_READ_ONLY},
     {"sql", required_argument, NULL, OPT_SQL},
     {"deadline", required_argument, NULL, OPT_DEADLINE},
+    {"prepared", no_argument, NULL, OPT_PREPARED},
     {NULL, 0, NULL, 0}};
 
 /* The options with a word for a value: --conninfo, --mode, --sql,
@@ -674,11 +686,22 @@ static int take_opt(void *ctx, int opt, const char *v) {
     if (opt == OPT_CONNINFO || opt == OPT_MODE || opt == OPT_SQL ||
         opt == OPT_DEADLINE)
         return take_text(o, opt, v);
-    if (opt == OPT_READ_ONLY) {
-        o->read_only = 1;
+    if (opt == OPT_READ_ONLY || opt == OPT_PREPARED) {
+        *(opt == OPT_READ_ONLY ? &o->read_only : &o->prepared) = 1;
         return 0;
     }
     return bench_take_opt(CMD, &o->b, opt, v);
+}
+
+/* declare makes --sql (SELECT 1 without it) a declared statement. */
+static int declare(query_opts *o) {
+    tether_error err;
+    if (!o->sql)
+        o->sql = "SELECT 1";
+    if (tether_pq_declare("bench", o->sql, 0, NULL, &o->stmt, &err) == 0)
+        return 0;
+    fprintf(stderr, "tether " CMD ": --prepared: %s\n", err.message);
+    return -1;
 }
 
 /* argv[0] is "query"; the options follow. */
@@ -687,7 +710,7 @@ int cli_bench_query(int argc, char **argv) {
         query_usage(stdout);
         return CLI_OK;
     }
-    query_opts o = {{8, 8, 5000, 0}, NULL, 1, 0, NULL, -1};
+    query_opts o = {{8, 8, 5000, 0}, NULL, 1, 0, NULL, 0, NULL, -1};
     if (cli_parse_opts(CMD, argc, argv, query_opts_table, take_opt, &o))
         return CLI_USAGE;
     if (!o.conninfo)
@@ -695,15 +718,19 @@ int cli_bench_query(int argc, char **argv) {
     if (o.read_only && !o.run_mode)
         return cli_usage_error(CMD, "--read-only needs --mode run (routing "
                                     "is tether_pool_run's)");
+    if (o.prepared && declare(&o) != 0)
+        return CLI_FAIL;
     query_result *r = malloc(sizeof(*r));
     if (!r || run_query(&o, r)) {
+        tether_pq_stmt_destroy(o.stmt);
         if (r)
             bench_nodes_free(&r->nodes);
         free(r);
         return CLI_FAIL;
     }
     print_query(&o, r);
-    int rc = r->ops == 0 ? CLI_FAIL : CLI_OK;
+    int rc = r->ops == 0 && r->timeouts == 0 ? CLI_FAIL : CLI_OK;
+    tether_pq_stmt_destroy(o.stmt);
     bench_nodes_free(&r->nodes);
     free(r);
     return rc;

@@ -96,6 +96,7 @@ int tether__pq_timed_out(tether__pq_conn *c, int64_t start_ns, int in_txn,
 int tether__pq_poll_until(struct pollfd *fds, int n, int64_t deadline_ns);
 int64_t tether__pq_now_ns(void);
 void tether__pq_count_statement(void);
+void tether__pq_count_prepare(int again); /* again: after a 26000 */
 
 /* tether__pq_stmt_cancel_counted counts a cancel request the drain
  * needed: done, the server processed it; else it failed or ran late. */

@@ -148,6 +148,8 @@ static int send_round(tether__pq_conn *c, round *rd,
     if (rd->prepare &&
         !PQsendPrepare(pg, rd->name, rd->st->sql, rd->st->n, rd->st->types))
         return -1;
+    if (rd->prepare)
+        tether__pq_count_prepare(0);
     if (!PQsendQueryPrepared(pg, rd->name, pp->n, pp->values, pp->lengths,
                              pp->formats, pp->result_format) ||
         !PQpipelineSync(pg))
@@ -243,8 +245,10 @@ static int settle(tether__pq_conn *c, round *rd, int in_txn) {
         prep_touch(c, rd->st->id); /* it was there: ours, from before */
     else if (!rd->prepare && named && !(st && !strcmp(st, "26000")))
         prep_touch(c, rd->st->id);
-    if (st && !strcmp(st, "26000")) /* gone: DEALLOCATE ALL, DISCARD */
+    if (st && !strcmp(st, "26000")) { /* gone: DEALLOCATE ALL, DISCARD */
         c->nprep = 0;
+        tether__pq_count_prepare(1);
+    }
     int again =
         !strcmp(rd->prep_state, "42P05") || (st && !strcmp(st, "26000"));
     return again && !in_txn;

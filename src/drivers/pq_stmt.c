@@ -33,7 +33,7 @@
 /* ---- counters --------------------------------------------------------- */
 
 static _Atomic uint64_t n_statements, n_timeouts, n_cancels_sent,
-    n_cancels_failed, n_reused, n_discarded;
+    n_cancels_failed, n_reused, n_discarded, n_prepares, n_reprepares;
 
 void tether_pq_stats_get(tether_pq_stats *out) {
     if (!out)
@@ -44,6 +44,8 @@ void tether_pq_stats_get(tether_pq_stats *out) {
     out->cancels_failed = atomic_load(&n_cancels_failed);
     out->reused_after_cancel = atomic_load(&n_reused);
     out->discarded_after_cancel = atomic_load(&n_discarded);
+    out->prepares = atomic_load(&n_prepares);
+    out->reprepares = atomic_load(&n_reprepares);
 }
 
 void tether__pq_stmt_released(tether__pq_conn *c, int reset) {
@@ -55,6 +57,10 @@ void tether__pq_stmt_released(tether__pq_conn *c, int reset) {
 
 void tether__pq_count_statement(void) {
     atomic_fetch_add(&n_statements, 1);
+}
+
+void tether__pq_count_prepare(int again) {
+    atomic_fetch_add(again ? &n_reprepares : &n_prepares, 1);
 }
 
 void tether__pq_stmt_cancel_counted(int done) {

@@ -325,6 +325,8 @@ static void test_declared(void **state) {
                                        types, &st, &err),
                      0);
     tether_lease *l = NULL;
+    tether_pq_stats s0, s1;
+    tether_pq_stats_get(&s0);
     assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
     assert_int_equal(run_declared(l, st, "41", 1000, &err), 42);
     assert_int_equal(lease_value(l, PREPARED), 1);
@@ -337,9 +339,14 @@ static void test_declared(void **state) {
                        "pg_prepared_statements WHERE name LIKE "
                        "'\\_\\_tether\\_%'"),
         t1); /* not prepared again */
+    tether_pq_stats_get(&s1);
+    assert_int_equal(s1.prepares - s0.prepares, 1);
     assert_true(lease_value(l, "DEALLOCATE ALL; SELECT 0") == 0);
     assert_int_equal(run_declared(l, st, "2", 1000, &err), 3);
     assert_int_equal(lease_value(l, PREPARED), 1);
+    tether_pq_stats_get(&s1);
+    assert_int_equal(s1.reprepares - s0.reprepares, 1);
+    assert_int_equal(s1.prepares - s0.prepares, 2);
     /* Inside a transaction block: the loss aborts it; transient. */
     assert_true(lease_value(l, "BEGIN; DEALLOCATE ALL; SELECT 0") == 0);
     assert_int_equal(run_declared(l, st, "2", 1000, &err), -1);
@@ -417,6 +424,61 @@ static void test_declared_timeout(void **state) {
     tether_lease_release(l);
     tether_pq_stmt_destroy(st);
     tether_pool_destroy(p);
+}
+
+/* The work of test_declared_routed: the declared statement, which tells
+ * whether it ran on a standby. */
+typedef struct routed {
+    const tether_pq_stmt *st;
+    int standby; /* the last run's answer */
+} routed;
+
+static int recovery_work(void *h, void *arg, const tether_attempt *a,
+                         tether_error *err) {
+    (void)a;
+    routed *x = arg;
+    PGresult *r = NULL;
+    int rc = tether_pq_exec_prepared(h, x->st, NULL, TETHER_PQ_RUN_DEADLINE, &r,
+                                     err);
+    if (rc == 0)
+        x->standby = !strcmp(PQgetvalue(r, 0, 0), "t");
+    PQclear(r);
+    return rc;
+}
+
+/* 10. Through the read/write router, the same declared statement runs on
+ * either side. */
+static void test_declared_routed(void **state) {
+    (void)state;
+    char ci[2048];
+    snprintf(ci, sizeof(ci),
+             "host=127.0.0.1,127.0.0.1 port=%d,%s %s "
+             "tether_route=read-write-split tether_pool_max=2",
+             primary_port, getenv("STANDBY_PORT"), base);
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    if (tether_pool_open(&p, ci, NULL, NULL, &err))
+        fail_msg("pool: %s", err.message);
+    tether_pq_stmt *st = NULL;
+    assert_int_equal(tether_pq_declare("role", "SELECT pg_is_in_recovery()", 0,
+                                       NULL, &st, &err),
+                     0);
+    int on_standby = 0; /* the first reads may go to the primary while
+                           the read side connects (docs/routing.md) */
+    routed x = {st, -1};
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(tether_pool_run(p, TETHER_IDEMPOTENT | TETHER_READONLY,
+                                         recovery_work, &x, &err),
+                         0);
+        on_standby += x.standby;
+        assert_int_equal(
+            tether_pool_run(p, TETHER_IDEMPOTENT, recovery_work, &x, &err), 0);
+        assert_int_equal(x.standby, 0);
+    }
+    print_message("routed: %d of 10 reads on the standby\n", on_standby);
+    assert_true(on_standby > 0);
+    tether_pool_destroy(p);
+    tether_pq_stmt_destroy(st);
 }
 
 /* A fault proxy in front of the primary. */
@@ -522,6 +584,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_declared),
         cmocka_unit_test(test_declared_bounded),
         cmocka_unit_test(test_declared_timeout),
+        cmocka_unit_test(test_declared_routed),
     };
     return cmocka_run_group_tests_name("statements", tests, NULL, NULL);
 }

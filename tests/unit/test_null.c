@@ -313,6 +313,17 @@ static void sim_and_pq(void) {
     EXPECT_EINVAL(tether_pq_exec((PGconn *)&e, "SELECT 1", 100, NULL, &e), e,
                   "res");
     tether_pq_stats_get(NULL);
+    tether_pq_stmt *st = (tether_pq_stmt *)&e;
+    EXPECT_EINVAL(tether_pq_declare("x", NULL, 0, NULL, &st, &e), e, "sql");
+    EXPECT(st == NULL);
+    EXPECT_EINVAL(tether_pq_declare("x", "SELECT 1", 0, NULL, NULL, &e), e,
+                  "out");
+    tether_pq_stmt_destroy(NULL);
+    EXPECT_EINVAL(tether_pq_exec_prepared(NULL, st, NULL, 100, &r, &e), e,
+                  "conn");
+    EXPECT_EINVAL(
+        tether_pq_exec_prepared((PGconn *)&e, NULL, NULL, 100, &r, &e), e,
+        "stmt");
 }
 
 /* ---- the runner -------------------------------------------------------------
