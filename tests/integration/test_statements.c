@@ -481,6 +481,73 @@ static void test_declared_routed(void **state) {
     tether_pq_stmt_destroy(st);
 }
 
+/* The work of test_declared_failover: the declared statement once. */
+static int plus_work(void *h, void *arg, const tether_attempt *a,
+                     tether_error *err) {
+    (void)a;
+    const char *vals[] = {"41"};
+    tether_pq_params pp = {1, NULL, vals, NULL, NULL, 0};
+    PGresult *r = NULL;
+    int rc =
+        tether_pq_exec_prepared(h, arg, &pp, TETHER_PQ_RUN_DEADLINE, &r, err);
+    if (rc == 0 && strcmp(PQgetvalue(r, 0, 0), "42") != 0)
+        rc = tether_error_set(err, TETHER_EFAILED, TETHER_CLASS_PERMANENT,
+                              "wrong answer %s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return rc;
+}
+
+static void cluster(const char *verb, const char *node) {
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s %s %s %s >/dev/null 2>&1", getenv("PGC_CTL"),
+             verb, getenv("PGC_DIR"), node);
+    if (system(cmd) != 0)
+        fail_msg("cluster command failed: %s", cmd);
+}
+
+/* 11. A failover (the standby promoted, the primary stopped): the new
+ * primary's connections prepare the declared statement; no error reaches
+ * idempotent work. Last: the cluster has no standby afterwards. */
+static void test_declared_failover(void **state) {
+    (void)state;
+    if (!getenv("TETHER_TEST_PROMOTE") || !getenv("PGC_CTL")) {
+        print_message("skipped: set TETHER_TEST_PROMOTE=1 with a cluster of "
+                      "the test's own\n");
+        return;
+    }
+    char ci[2048];
+    snprintf(ci, sizeof(ci),
+             "host=127.0.0.1,127.0.0.1 port=%d,%s %s "
+             "target_session_attrs=read-write tether_pool_max=4 "
+             "tether_breaker='breaker failures=100'",
+             primary_port, getenv("STANDBY_PORT"), base);
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    if (tether_pool_open(&p, ci, NULL, NULL, &err))
+        fail_msg("pool: %s", err.message);
+    tether_pq_stmt *st = NULL;
+    assert_int_equal(
+        tether_pq_declare("plus", "SELECT $1::int + 1", 1, NULL, &st, &err), 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(
+            tether_pool_run(p, TETHER_IDEMPOTENT, plus_work, st, &err), 0);
+    cluster("promote", "");
+    cluster("stop-node", "primary");
+    tether_pq_stats s0, s1;
+    tether_pq_stats_get(&s0);
+    for (int i = 0; i < 20; i++) {
+        int rc = tether_pool_run(p, TETHER_IDEMPOTENT, plus_work, st, &err);
+        if (rc)
+            fail_msg("run %d after the failover: %s", i, err.message);
+    }
+    tether_pq_stats_get(&s1);
+    print_message("failover: %llu prepares on the new primary\n",
+                  (unsigned long long)(s1.prepares - s0.prepares));
+    assert_true(s1.prepares - s0.prepares >= 1);
+    tether_pool_destroy(p);
+    tether_pq_stmt_destroy(st);
+}
+
 /* A fault proxy in front of the primary. */
 typedef struct proxy {
     pid_t pid;
@@ -585,6 +652,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_declared_bounded),
         cmocka_unit_test(test_declared_timeout),
         cmocka_unit_test(test_declared_routed),
+        cmocka_unit_test(test_declared_failover), /* last: promotes */
     };
     return cmocka_run_group_tests_name("statements", tests, NULL, NULL);
 }
