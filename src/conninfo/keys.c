@@ -48,6 +48,7 @@ static const kw_kind tether_keywords[] = {
     {"tether_max_waiters", TETHER__KW_POOL},
     {"tether_leak_threshold", TETHER__KW_POOL},
     {"tether_reset_query", TETHER__KW_POOL},
+    {"tether_drain_timeout", TETHER__KW_POOL},
     {"tether_retry", TETHER__KW_POOL},
     {"tether_breaker", TETHER__KW_POOL},
     {"tether_route", TETHER__KW_POOL},

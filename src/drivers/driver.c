@@ -7,6 +7,17 @@
 #include <errno.h>
 #include <poll.h>
 
+#include "pq.h"
+#include "tether_pq.h"
+
+TETHER__TLS int64_t tether__run_deadline_ns = -1;
+
+int tether__driver_drain(const tether_driver *d, void *conn, int64_t bound_ms) {
+    if (d == tether_driver_pq())
+        return tether__pq_drain(conn, bound_ms);
+    return TETHER_EBROKEN; /* no other driver leaves work in flight */
+}
+
 static int64_t now_ns(const tether_clock *clock) {
     return clock->now_ns(clock->ctx);
 }

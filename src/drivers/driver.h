@@ -5,6 +5,7 @@
 #define TETHER__DRIVER_INTERNAL_H
 
 #include "tether.h"
+#include "internal.h"
 #include "tether_driver.h"
 
 typedef tether_wait tether__wait;
@@ -24,5 +25,22 @@ int tether__driver_connect(const tether_driver *d, void *ctx,
                            const tether__endpoint *ep, int64_t budget_ms,
                            const tether_clock *clock, void **conn,
                            tether_error *err);
+
+/* TETHER__EDRAIN: a driver's reset says the connection still runs a
+ * statement that outran its deadline (docs/statements.md): the pool hands
+ * it to a drain thread instead of closing it (never returned to an
+ * application). Negative, so that a caller unaware of it closes the
+ * connection. */
+#define TETHER__EDRAIN (-1001)
+
+/* tether__driver_drain brings conn of driver d back after TETHER__EDRAIN:
+ * the statement cancelled and its results read within bound_ms. Blocks (a
+ * background thread's call). 0: reset it and reuse it; else close it. */
+int tether__driver_drain(const tether_driver *d, void *conn, int64_t bound_ms);
+
+/* tether__run_deadline_ns is the deadline (mono ns, -1 none) of the
+ * tether_pool_run attempt running on this thread: statements default to
+ * it (docs/statements.md). */
+extern TETHER__TLS int64_t tether__run_deadline_ns;
 
 #endif

@@ -33,8 +33,6 @@
 #include <strings.h>
 
 #define RESET_BUDGET_MS 5000
-#define LABEL_MAX 128
-#define STATUS_MAX 8 /* "on", "off" */
 
 struct tether__pq_params {
     int n;
@@ -43,22 +41,7 @@ struct tether__pq_params {
     const char *password; /* one of vals, or NULL */
 };
 
-typedef struct pq_conn {
-    /* Read on every acquire and release (pq_alive, pq_reset): first. */
-    PGconn *pg;
-    int sock;        /* PQsocket once connected (it never changes then) */
-    int fatal;       /* role change, shutdown or crash: clear the pool */
-    int dying;       /* the server sent a FATAL: it is closing the connection */
-    int broken;      /* our I/O failed, or a query overran its budget */
-    int64_t role_ms; /* tick of the last role check (check_role_tick) */
-    char hot_standby[STATUS_MAX]; /* in_hot_standby at connect ("": none) */
-    char read_only[STATUS_MAX];   /* default_transaction_read_only, same */
-
-    const tether__pq_params *params; /* while connecting only */
-    PQnoticeReceiver next_rx;        /* libpq's receiver, for other notices */
-    int queried_role;                /* from tether__pq_query_role */
-    char label[LABEL_MAX];
-} pq_conn;
+typedef tether__pq_conn pq_conn; /* pq.h */
 
 /* Results of one query run within a budget (run_query). */
 typedef struct pq_run {
@@ -358,6 +341,7 @@ int tether__pq_classify_sqlstate(const char *sqlstate, int *code,
         {"40P01", TETHER_ECONFLICT, TETHER_CLASS_TRANSIENT}, /* deadlock */
         {"55P03", TETHER_ECONFLICT, TETHER_CLASS_TRANSIENT}, /* lock n/a */
         {"25006", TETHER_EREADONLY, TETHER_CLASS_TRANSIENT}, /* read-only */
+        {"57014", TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT}, /* canceled */
     };
     int c = TETHER_EQUERY;
     tether_class k = TETHER_CLASS_PERMANENT;
@@ -650,7 +634,7 @@ static void on_notice(void *arg, const PGresult *res) {
 
 static void remember(char *dst, const PGconn *pg, const char *name) {
     const char *v = PQparameterStatus(pg, name);
-    snprintf(dst, STATUS_MAX, "%s", v ? v : "");
+    snprintf(dst, TETHER__PQ_STATUS_MAX, "%s", v ? v : "");
 }
 
 /* check_role marks c fatal when the server's role changed since connect:
@@ -727,6 +711,7 @@ static int finish_connect(pq_conn *c, tether_error *err) {
     remember(c->read_only, c->pg, "default_transaction_read_only");
     c->params = NULL;
     c->sock = PQsocket(c->pg);
+    tether__pq_stmt_register(c); /* for tether_pq_exec (pq_stmt.c) */
     return TETHER__CONNECTED;
 }
 
@@ -817,6 +802,8 @@ static void pq_close(void *conn) {
     pq_conn *c = conn;
     if (!c)
         return;
+    tether__pq_stmt_closed(c);
+    tether__pq_stmt_unregister(c);
     PQfinish(c->pg);
     tether__free(c);
 }
@@ -958,11 +945,14 @@ TETHER__HOT static int usable(pq_conn *c, const char *what,
         return tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
                                 "%s on %s: connection is broken", what,
                                 c->label);
-    if (*ts == PQTRANS_ACTIVE || PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF)
+    if (*ts == PQTRANS_ACTIVE || PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF) {
+        if (c->draining) /* a statement outran its deadline: drain it */
+            return TETHER__EDRAIN;
         return tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
                                 "%s on %s: a query is still running, session "
                                 "state unknown",
                                 what, c->label);
+    }
     return 0;
 }
 
@@ -1035,12 +1025,16 @@ TETHER__HOT static int pq_reset(void *conn, const char *reset_query,
     int ran = ts != PQTRANS_IDLE || (reset_query && *reset_query);
     if (ts != PQTRANS_IDLE)
         rc = run_query(c, "ROLLBACK", "reset", RESET_BUDGET_MS, &run, err);
-    if (rc == 0 && reset_query && *reset_query)
+    if (rc == 0 && reset_query && *reset_query) {
+        c->nprep = 0; /* DISCARD ALL may drop them: prepare again */
         rc = run_query(c, reset_query, "reset query", RESET_BUDGET_MS, &run,
                        err);
+    }
     if (rc == 0 && ran && PQtransactionStatus(c->pg) != PQTRANS_IDLE)
         rc = tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
                               "reset on %s left a transaction open", c->label);
+    if (__builtin_expect(c->drained, 0)) /* back from a drain (pq_stmt.c) */
+        tether__pq_stmt_released(c, rc);
     if (rc < 0)
         return reset_verdict(c, rc);
     check_role_tick(c);

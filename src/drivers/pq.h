@@ -9,6 +9,10 @@
 #include "tether.h"
 
 #include <stddef.h>
+
+struct pg_conn;
+struct pg_result;
+struct pollfd;
 #include <stdint.h>
 
 /* ---- parameters (the driver's ctx) -------------------------------------- */
@@ -16,7 +20,94 @@
 /* libpq connection keywords and values, copied; host, hostaddr and port come
  * from each endpoint instead. Immutable after create: share it between
  * threads freely. It must outlive the connections made with it. */
+
+/* ---- a connection (pq.c; statements in pq_stmt.c) ------------------------
+ */
+
+#define TETHER__PQ_LABEL_MAX 128
+#define TETHER__PQ_STATUS_MAX 8 /* "on", "off" */
+#define TETHER__PQ_PREP_MAX 32  /* declared statements kept per connection */
+
 typedef struct tether__pq_params tether__pq_params;
+
+/* One connection of the driver (its conn). Written by the thread that holds
+ * it: the caller while leased, the pool's drain thread while draining. */
+typedef struct tether__pq_conn {
+    /* Read on every acquire and release (pq_alive, pq_reset): first. */
+    struct pg_conn *pg;
+    int sock;        /* PQsocket once connected (it never changes then) */
+    int fatal;       /* role change, shutdown or crash: clear the pool */
+    int dying;       /* the server sent a FATAL: it is closing the connection */
+    int broken;      /* our I/O failed, or a query overran its budget */
+    int64_t role_ms; /* tick of the last role check (check_role_tick) */
+    char hot_standby[TETHER__PQ_STATUS_MAX]; /* in_hot_standby at connect */
+    char read_only[TETHER__PQ_STATUS_MAX];   /* default_transaction_read_only */
+
+    /* Statements (pq_stmt.c, docs/statements.md): a statement outran its
+     * deadline and is still on the server (draining: reset answers
+     * TETHER__EDRAIN), or a drain brought the connection back (drained:
+     * the next reset decides whether it is reused). */
+    int draining;
+    int drained;
+    int64_t drain_from_ns; /* when the statement timed out (mono) */
+
+    int pipe_syncs; /* pipeline syncs sent whose results are not yet read */
+
+    /* Declared statements prepared here (pq_prep.c): ids, least recently
+     * used first out. */
+    struct {
+        uint64_t id;
+        uint64_t used;
+    } prep[TETHER__PQ_PREP_MAX];
+    int nprep;
+    uint64_t prep_tick;
+
+    const tether__pq_params *params; /* while connecting only */
+    void (*next_rx)(void *, const struct pg_result *); /* libpq's receiver */
+    int queried_role; /* from tether__pq_query_role */
+    char label[TETHER__PQ_LABEL_MAX];
+} tether__pq_conn;
+
+/* tether__pq_stmt_register makes c findable by its PGconn (a table by
+ * socket number) once connected; tether__pq_stmt_unregister undoes it
+ * before c is closed. */
+void tether__pq_stmt_register(tether__pq_conn *c);
+void tether__pq_stmt_unregister(tether__pq_conn *c);
+
+/* tether__pq_stmt_released counts what became of a connection a drain
+ * brought back: reset is the result of its reset on release (0: reused). */
+void tether__pq_stmt_released(tether__pq_conn *c, int reset);
+
+/* tether__pq_stmt_closed counts a connection closed while draining or
+ * before its reset after a drain (discarded after a cancel). */
+void tether__pq_stmt_closed(tether__pq_conn *c);
+
+/* The caller's side of a statement (pq_stmt.c), shared with pq_prep.c:
+ * find c by its PGconn; check it can take a statement; a deadline (mono
+ * ns, -1 none) from a timeout_ms; fill err for a lost connection or for a
+ * statement past its deadline (c then drains: docs/statements.md); poll
+ * until a deadline (0: it passed, -2: interrupted, go round). */
+tether__pq_conn *tether__pq_find(const struct pg_conn *pg);
+int tether__pq_ready(tether__pq_conn *c, tether_error *err);
+int64_t tether__pq_deadline(int64_t timeout_ms);
+int tether__pq_lost(tether__pq_conn *c, const char *what, tether_error *err);
+int tether__pq_timed_out(tether__pq_conn *c, int64_t start_ns, int in_txn,
+                         tether_error *err);
+int tether__pq_poll_until(struct pollfd *fds, int n, int64_t deadline_ns);
+int64_t tether__pq_now_ns(void);
+void tether__pq_count_statement(void);
+void tether__pq_count_prepare(int again); /* again: after a 26000 */
+
+/* tether__pq_stmt_cancel_counted counts a cancel request the drain
+ * needed: done, the server processed it; else it failed or ran late. */
+void tether__pq_stmt_cancel_counted(int done);
+
+/* tether__pq_drain is the driver's side of tether__driver_drain: cancel
+ * the statement that timed out on conn and read its results, within
+ * bound_ms of the timeout. 0: conn is back to a known state (no query in
+ * flight, the cancel request processed or never sent); else negative and
+ * conn must be closed. */
+int tether__pq_drain(void *conn, int64_t bound_ms);
 
 /* tether__pq_params_create copies n keyword/value pairs (values may be NULL:
  * the pair is then skipped, as libpq does). host, hostaddr and port are

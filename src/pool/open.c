@@ -100,6 +100,7 @@ static const tether__keydef pool_keys_defs[] = {
                      100000000),
     TETHER__KD("tether_leak_threshold", TETHER__KD_MS, OPT(leak_threshold_ms)),
     TETHER__KD("tether_reset_query", TETHER__KD_STR, PK(reset_query)),
+    TETHER__KD("tether_drain_timeout", TETHER__KD_MS, PK(drain_ms)),
     TETHER__KD_CALL("tether_retry", set_policy),
     TETHER__KD_CALL("tether_breaker", set_policy),
     TETHER__KD_NAMES("tether_route", PK(route.on), route_names),
@@ -133,6 +134,7 @@ int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
     k->route.max_lag_ms = k->route.max_lag_bytes = -1;
     k->route.lag_recheck_ms = 1000;
     k->route.read_wait_ms = 1000;
+    k->drain_ms = TETHER__DRAIN_MS;
     tether__conninfo ci;
     int rc = tether__conninfo_parse(conninfo, &ci, err);
     for (size_t i = 0; rc == 0 && i < ci.n; i++)
@@ -204,8 +206,9 @@ static char *side_conninfo(const char *conninfo, const char *extra,
 /* open_side makes one side of a routing pool (or a plain pool, extra
  * NULL): its connector from conninfo with extra appended, then the pool. */
 static int open_side(tether_pool **out, const char *conninfo, const char *extra,
-                     tether_pool_opts *o, tether_event_fn on_event,
-                     void *event_ctx, tether_error *err) {
+                     tether_pool_opts *o, int64_t drain_ms,
+                     tether_event_fn on_event, void *event_ctx,
+                     tether_error *err) {
     char *ci = extra ? side_conninfo(conninfo, extra, err) : NULL;
     tether_connector *c = NULL;
     int rc = extra && !ci ? (err && err->code ? err->code : TETHER_ENOMEM) : 0;
@@ -224,6 +227,7 @@ static int open_side(tether_pool **out, const char *conninfo, const char *extra,
         return rc;
     }
     (*out)->own_connector = c;
+    (*out)->drain_ms = drain_ms > 0 ? drain_ms : -1; /* -1: no drain */
     return 0;
 }
 
@@ -251,7 +255,7 @@ static int open_read_side(tether_pool *w, const char *conninfo, pool_keys *k,
     tether_pool *r = NULL;
     int rc = open_side(&r, conninfo,
                        "target_session_attrs=standby tether_strategy=random",
-                       &o, on_event, event_ctx, err);
+                       &o, k->drain_ms, on_event, event_ctx, err);
     return rc ? rc : tether__route_attach(w, r, &k->route, err);
 }
 
@@ -268,7 +272,7 @@ int tether_pool_open(tether_pool **out, const char *conninfo,
     if (rc == 0) /* routing: the write side reaches the primary only */
         rc = open_side(out, conninfo,
                        k.route.on ? "target_session_attrs=read-write" : NULL,
-                       &k.o, on_event, event_ctx, err);
+                       &k.o, k.drain_ms, on_event, event_ctx, err);
     if (rc == 0 && k.route.on) {
         rc = open_read_side(*out, conninfo, &k, on_event, event_ctx, err);
         if (rc) {

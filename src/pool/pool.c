@@ -518,6 +518,10 @@ int tether__pool_still_up(tether_pool *p, tether__slot *s, int probe) {
 }
 
 void tether__pool_discard(tether_pool *p, tether__slot *s, close_reason why) {
+    if (why == KEEP_DRAINING) { /* from give_back: not closed (drain.c) */
+        tether__pool_drain(p, s);
+        return;
+    }
     void *conn = s->conn;
     s->conn = NULL;
     s->handle = NULL;
@@ -1144,8 +1148,8 @@ TETHER__HOT static close_reason release_verdict(tether_pool *p,
     if (atomic_load_explicit(&p->closing, memory_order_relaxed))
         return CLOSE_SHUTDOWN;
     int rc = p->drv->reset(s->conn, p->reset_query, NULL);
-    if (rc < 0)
-        return CLOSE_RESET;
+    if (rc < 0) /* a statement that outran its deadline: drain.c */
+        return rc == TETHER__EDRAIN ? KEEP_DRAINING : CLOSE_RESET;
     if (rc == TETHER__FATAL) { /* shutdown, failover: all are suspect */
         tether__pool_fatal(p);
         return CLOSE_CLEARED;
@@ -1160,7 +1164,7 @@ TETHER__HOT static inline __attribute__((always_inline)) void
 give_back(tether_pool *p, tether__slot *s) {
     close_reason why = release_verdict(p, s);
     if (why != CLOSE_NREASONS) {
-        tether__pool_discard(p, s, why);
+        tether__pool_discard(p, s, why); /* KEEP_DRAINING: drains */
         return;
     }
     s->released_ms = s->checked_ms = tether__pool_now(p);

@@ -49,7 +49,8 @@ typedef enum close_reason {
     CLOSE_RESET,
     CLOSE_DISCARDED,
     CLOSE_SHUTDOWN,
-    CLOSE_NREASONS
+    CLOSE_NREASONS,
+    KEEP_DRAINING /* not closed: drained in the background (drain.c) */
 } close_reason;
 
 /* A slot holds one connection; a lease names a slot and its generation
@@ -135,9 +136,11 @@ struct tether_pool {
     char *conninfo, *name;
     tether_connector *own_connector; /* tether_pool_open's */
     struct tether__route *route;     /* read/write routing, or NULL */
-    int fallback; /* a routing pool's read side: its callers have the
-                     primary to go to, so none waits for the breaker's
-                     probe (docs/routing.md) */
+    int fallback;     /* a routing pool's read side: its callers have the
+                         primary to go to, so none waits for the breaker's
+                         probe (docs/routing.md) */
+    int64_t drain_ms; /* tether_drain_timeout; 0: TETHER__DRAIN_MS, -1:
+                         none (close at once); in the line's padding */
 
     /* Written on waits (hand-over turns): a line of its own. */
     _Alignas(64) _Atomic int64_t head_since_ns; /* when the first waiter
@@ -301,6 +304,7 @@ typedef struct tether__pool_keys {
     tether_pool_opts o; /* o.name and o.reset_query point into this */
     int pooling;        /* tether_pooling: off = one connection */
     char *reset_query;  /* tether_reset_query */
+    int64_t drain_ms;   /* tether_drain_timeout; 0: the default */
     char *name;         /* tether_pool_name or a default (o.name; NULL:
                            the pool's "pool-N") */
     tether__route_keys route;
@@ -325,8 +329,20 @@ static inline int64_t tether__pool_now(const tether_pool *p) {
 }
 
 /* tether__pool_discard closes s's connection and frees the slot. The caller
- * owns s (USED, RESERVED or CREATING with a connection). */
+ * owns s (USED, RESERVED or CREATING with a connection). why KEEP_DRAINING
+ * (release_verdict's, a statement past its deadline) hands s to
+ * tether__pool_drain instead: the release path then keeps its layout. */
 void tether__pool_discard(tether_pool *p, tether__slot *s, close_reason why);
+
+/* The default bound of a drain after a statement's deadline
+ * (tether_drain_timeout, docs/statements.md). */
+#define TETHER__DRAIN_MS 1000
+
+/* tether__pool_drain hands s, owned, whose statement outran its deadline,
+ * to a thread of the pool's that cancels the statement and reads its
+ * results within the drain bound, then releases s as usual or closes it.
+ * Meanwhile s stays in use: counted, never handed out (drain.c). */
+void tether__pool_drain(tether_pool *p, tether__slot *s);
 
 /* tether__pool_fatal reacts to a fatal server event seen on one of p's
  * connections (shutdown, failover, role change): every connection is

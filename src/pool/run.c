@@ -15,13 +15,21 @@ TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
     run_ctx *c = arg;
     tether_pool *p = c->p;
     tether__slot *l = NULL;
+    /* Statements default to the attempt's deadline (docs/statements.md). */
+    int64_t deadline =
+        a->timeout_ms < 0
+            ? -1
+            : tether__mono_ns() + a->timeout_ms * TETHER__NS_PER_MS;
     int rc = tether__pool_take(p, a->timeout_ms, &l, err, "tether_pool_run", 0);
     if (rc) {
         if (err)
             err->not_sent = 1; /* nothing reached the server */
         return rc;
     }
+    int64_t outer = tether__run_deadline_ns;
+    tether__run_deadline_ns = deadline;
     rc = c->fn(l->handle, c->arg, a, err);
+    tether__run_deadline_ns = outer;
     if (rc >= 0) {
         tether__pool_give_back(p, l);
         return 0;

@@ -458,7 +458,7 @@ static void test_kinds(void **state) {
     int npool = 0;
     for (size_t i = 0; (k = tether__conninfo_keyword(TETHER__KW_POOL, i)); i++)
         npool += strncmp(k, "tether_", 7) == 0;
-    assert_int_equal(npool, 20); /* 15 + 5 of read/write routing */
+    assert_int_equal(npool, 21); /* 15 + 5 of read/write routing + drain */
 }
 
 static void test_random_idempotent(void **state) {

@@ -302,6 +302,28 @@ static void sim_and_pq(void) {
     EXPECT(tether_pq_conn(NULL) == NULL);
     /* no connection and no result: a failure with nothing more to say */
     EXPECT(tether_pq_error(NULL, NULL, &e) < 0);
+    PGresult *r = (PGresult *)&e; /* set to NULL by the calls below */
+    EXPECT_EINVAL(tether_pq_exec(NULL, "SELECT 1", 100, &r, &e), e, "conn");
+    EXPECT(r == NULL);
+    r = (PGresult *)&e;
+    EXPECT_EINVAL(tether_pq_exec_params(NULL, "SELECT 1", NULL, 100, &r, &e), e,
+                  "conn");
+    EXPECT(r == NULL);
+    EXPECT_EINVAL(tether_pq_exec((PGconn *)&e, NULL, 100, &r, &e), e, "sql");
+    EXPECT_EINVAL(tether_pq_exec((PGconn *)&e, "SELECT 1", 100, NULL, &e), e,
+                  "res");
+    tether_pq_stats_get(NULL);
+    tether_pq_stmt *st = (tether_pq_stmt *)&e;
+    EXPECT_EINVAL(tether_pq_declare("x", NULL, 0, NULL, &st, &e), e, "sql");
+    EXPECT(st == NULL);
+    EXPECT_EINVAL(tether_pq_declare("x", "SELECT 1", 0, NULL, NULL, &e), e,
+                  "out");
+    tether_pq_stmt_destroy(NULL);
+    EXPECT_EINVAL(tether_pq_exec_prepared(NULL, st, NULL, 100, &r, &e), e,
+                  "conn");
+    EXPECT_EINVAL(
+        tether_pq_exec_prepared((PGconn *)&e, NULL, NULL, 100, &r, &e), e,
+        "stmt");
 }
 
 /* ---- the runner -------------------------------------------------------------

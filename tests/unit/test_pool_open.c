@@ -27,6 +27,7 @@ static void test_maps_pool_keys(void **state) {
             "tether_probe_idle=0 tether_barge_limit_us=2500 "
             "tether_max_waiters=6000 "
             "tether_leak_threshold=30s tether_reset_query='DISCARD ALL' "
+            "tether_drain_timeout=250ms "
             "tether_retry='fixed base=10ms attempts=7' "
             "tether_breaker='breaker failures=9' tether_strategy=race "
             "sslmode=disable",
@@ -43,6 +44,7 @@ static void test_maps_pool_keys(void **state) {
     assert_int_equal(k.o.max_waiters, 6000);
     assert_int_equal(k.o.leak_threshold_ms, 30000);
     assert_string_equal(k.o.reset_query, "DISCARD ALL");
+    assert_int_equal(k.drain_ms, 250);
     assert_int_equal(k.o.retry.max_attempts, 7);
     assert_int_equal(k.o.retry.backoff.kind, TETHER_BACKOFF_FIXED);
     assert_int_equal(k.o.breaker.failures, 9);
@@ -181,6 +183,8 @@ static void test_bad_values(void **state) {
                       "tether_pool_min (9) is above tether_pool_max (2)");
     expect_open_error("host=a tether_pool_max=0", "tether_pool_max");
     expect_open_error("host=a tether_pooling=maybe", "tether_pooling");
+    expect_open_error("host=a tether_drain_timeout=fast",
+                      "bad value \"fast\" for tether_drain_timeout");
     /* found by fuzz_keywords: a pool of one cannot keep two open */
     expect_open_error("host=a tether_pool_min=2 tether_pooling=off",
                       "tether_pooling=off");

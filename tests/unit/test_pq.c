@@ -72,7 +72,7 @@ static const state_case state_cases[] = {
     {"42P01", TETHER_EQUERY, P},
     {"42601", TETHER_EQUERY, P},
     {"40002", TETHER_EQUERY, P},
-    {"57014", TETHER_EQUERY, P},
+    {"57014", TETHER_ETIMEDOUT, T},
     {"57P04", TETHER_EQUERY, P},
     {"55000", TETHER_EQUERY, P},
     {"25001", TETHER_EQUERY, P},

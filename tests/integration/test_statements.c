@@ -1,0 +1,658 @@
+/* test_statements.c - statements with deadlines (S1, docs/statements.md)
+ * against the real scratch cluster's primary:
+ *
+ *   scripts/pg-cluster run -- test_statements FAULTPROXY
+ *
+ * A statement that outruns its deadline returns TETHER_ETIMEDOUT by the
+ * deadline plus a few milliseconds; the server-side statement is cancelled
+ * (pg_stat_activity shows it gone) and the connection comes back to the
+ * pool (the same backend PID next time), never handed out while the
+ * cancel is in flight (a pool of one: the next caller waits for it). The
+ * deadline defaults to the tether_pool_run attempt's. A transaction's
+ * statement cut by its deadline is rolled back. The server's own
+ * statement_timeout (57014) is a timeout that idempotent work retries.
+ * Through a faultproxy in blackhole mode the call still returns by its
+ * deadline and the connection is closed after the drain bound. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <libpq-fe.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../support/thread_time.h"
+#include "tether.h"
+#include "tether_pq.h"
+
+static char base[1024]; /* user, password, dbname */
+static int primary_port;
+static const char *proxy_bin;
+
+/* How late a timed-out call may return, in time its thread was blocked
+ * (tests/support/thread_time.h: a busy machine's run queue is not the
+ * code's); the wall clock is printed beside it. */
+#define LATE_MS 20.0
+
+/* check_late asserts that a call of [a, b] with deadline_ms kept it. */
+static void check_late(const thread_time *a, const thread_time *b,
+                       double deadline_ms, const char *what) {
+    double wall = thread_time_elapsed_ms(a, b);
+    double slept = thread_time_slept_ms(a, b);
+    print_message("%s: %.1f ms (blocked %.1f ms), deadline %.0f ms\n", what,
+                  wall, slept, deadline_ms);
+    assert_true(wall >= deadline_ms - 1);
+    assert_true(slept <= deadline_ms + LATE_MS);
+}
+
+static void sleep_ms(int ms) {
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static tether_pool *open_pool(int port, const char *extra) {
+    char ci[2048];
+    snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d %s tether_pool_max=1 %s",
+             port, base, extra);
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    if (tether_pool_open(&p, ci, NULL, NULL, &err))
+        fail_msg("pool: %s", err.message);
+    return p;
+}
+
+/* A plain libpq session on the primary, for looking from outside. */
+static PGconn *outside(void) {
+    char ci[1200];
+    snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d %s", primary_port, base);
+    PGconn *c = PQconnectdb(ci);
+    if (PQstatus(c) != CONNECTION_OK)
+        fail_msg("outside connection: %s", PQerrorMessage(c));
+    return c;
+}
+
+static long long value_of(PGconn *c, const char *sql) {
+    PGresult *r = PQexec(c, sql);
+    long long v = -1;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
+        v = atoll(PQgetvalue(r, 0, 0));
+    else
+        print_message("%s: %s\n", sql, PQerrorMessage(c));
+    PQclear(r);
+    return v;
+}
+
+/* How many sessions run a statement containing tag, seen from outside. */
+static long long running(const char *tag) {
+    char sql[256];
+    snprintf(sql, sizeof(sql),
+             "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' "
+             "AND query LIKE '%%%s%%' AND pid <> pg_backend_pid()",
+             tag);
+    PGconn *c = outside();
+    long long n = value_of(c, sql);
+    PQfinish(c);
+    return n;
+}
+
+static long long backend_pid(tether_pool *p) {
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    if (tether_pool_acquire(p, 5000, &l, &err))
+        fail_msg("acquire: %s", err.message);
+    PGresult *r = NULL;
+    long long pid = -1;
+    if (tether_pq_exec(tether_pq_conn(l), "SELECT pg_backend_pid()", 2000, &r,
+                       &err) == 0)
+        pid = atoll(PQgetvalue(r, 0, 0));
+    else
+        print_message("pid: %s\n", err.message);
+    PQclear(r);
+    tether_lease_release(l);
+    return pid;
+}
+
+/* The work of a run: one statement with the run's deadline. */
+static int sleep_work(void *h, void *arg, const tether_attempt *a,
+                      tether_error *err) {
+    (void)a;
+    PGresult *r = NULL;
+    int rc =
+        tether_pq_exec(h, (const char *)arg, TETHER_PQ_RUN_DEADLINE, &r, err);
+    PQclear(r);
+    return rc;
+}
+
+/* 1. A lease: the explicit deadline; the connection is busy until released,
+ * then drained and reused; the statement is gone from the server. */
+static void test_deadline_on_lease(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    long long pid = backend_pid(p);
+    tether_pq_stats s0, s1;
+    tether_pq_stats_get(&s0);
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    PGconn *pg = tether_pq_conn(l);
+    PGresult *r = NULL;
+    thread_time t0 = thread_time_start();
+    int rc =
+        tether_pq_exec(pg, "SELECT pg_sleep(10) /* lease */", 200, &r, &err);
+    thread_time t1 = thread_time_stop();
+    print_message("lease: %s: %s\n", tether_errname(rc), err.message);
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    assert_null(r);
+    assert_int_equal(err.not_sent, 0);
+    assert_non_null(strstr(err.message, "may have been applied"));
+    check_late(&t0, &t1, 200, "lease");
+    rc = tether_pq_exec(pg, "SELECT 1", 1000, &r, &err);
+    assert_int_equal(rc, TETHER_ESTATE); /* still busy: not reused */
+    assert_int_equal(running("lease"), 1);
+    tether_lease_release(l);
+    assert_int_equal(backend_pid(p), pid); /* waited for it: a pool of 1 */
+    assert_int_equal(running("lease"), 0);
+    tether_pq_stats_get(&s1);
+    assert_int_equal(s1.timeouts - s0.timeouts, 1);
+    assert_int_equal(s1.cancels_sent - s0.cancels_sent, 1);
+    assert_int_equal(s1.reused_after_cancel - s0.reused_after_cancel, 1);
+    tether_pool_destroy(p);
+}
+
+/* 2. Inside run(): the statement ends with the attempt's time. */
+static void test_run_deadline(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    long long pid = backend_pid(p);
+    tether_error err = {0};
+    thread_time t0 = thread_time_start();
+    int rc = tether_pool_run_for(p, 0, 300, sleep_work,
+                                 "SELECT pg_sleep(10) /* run */", &err);
+    thread_time t1 = thread_time_stop();
+    print_message("run: %s: %s\n", tether_errname(rc), err.message);
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    check_late(&t0, &t1, 300, "run");
+    assert_int_equal(backend_pid(p), pid);
+    assert_int_equal(running("run"), 0);
+    tether_pool_destroy(p);
+}
+
+/* 3. A statement in a transaction block: cut, then rolled back. */
+static void test_transaction_rolled_back(void **state) {
+    (void)state;
+    PGconn *o = outside();
+    PQclear(PQexec(o, "DROP TABLE IF EXISTS stmt_t; CREATE TABLE stmt_t(x "
+                      "int)"));
+    tether_pool *p = open_pool(primary_port, "");
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    PGconn *pg = tether_pq_conn(l);
+    PGresult *r = NULL;
+    assert_int_equal(tether_pq_exec(pg, "BEGIN", 1000, &r, &err), 0);
+    PQclear(r);
+    int rc = tether_pq_exec(
+        pg, "INSERT INTO stmt_t SELECT 1 FROM pg_sleep(10) /* txn */", 150, &r,
+        &err);
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    assert_non_null(strstr(err.message, "rolled back"));
+    tether_lease_release(l);
+    assert_true(backend_pid(p) > 0); /* after the drain */
+    assert_int_equal(value_of(o, "SELECT count(*) FROM stmt_t"), 0);
+    PQclear(PQexec(o, "DROP TABLE stmt_t"));
+    PQfinish(o);
+    tether_pool_destroy(p);
+}
+
+/* The work of test_statement_timeout: the first attempt meets the server's
+ * statement_timeout, later ones do not. */
+static int timeout_work(void *h, void *arg, const tether_attempt *a,
+                        tether_error *err) {
+    int *calls = arg;
+    (*calls)++;
+    PGresult *r = NULL;
+    const char *sql = a->number == 1 ? "SET statement_timeout = 50; "
+                                       "SELECT pg_sleep(1)"
+                                     : "RESET statement_timeout; SELECT 1";
+    int rc = tether_pq_exec(h, sql, TETHER_PQ_RUN_DEADLINE, &r, err);
+    PQclear(r);
+    return rc;
+}
+
+/* 4. The server's statement_timeout (57014) is a timeout: transient, and
+ * idempotent work is retried; other work is not. */
+static void test_statement_timeout(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    int calls = 0;
+    tether_error err = {0};
+    assert_int_equal(
+        tether_pool_run(p, TETHER_IDEMPOTENT, timeout_work, &calls, &err), 0);
+    assert_int_equal(calls, 2);
+    calls = 0;
+    int rc = tether_pool_run(p, 0, timeout_work, &calls, &err);
+    print_message("57014: %s %s %s\n", tether_errname(rc), err.sqlstate,
+                  err.message);
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    assert_string_equal(err.sqlstate, "57014");
+    assert_int_equal(err.cls, TETHER_CLASS_TRANSIENT);
+    assert_int_equal(calls, 1);
+    tether_pool_destroy(p);
+}
+
+/* 5. Parameters, and bad input. */
+static void test_params_and_input(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    const char *vals[] = {"41"};
+    tether_pq_params pp = {1, NULL, vals, NULL, NULL, 0};
+    PGresult *r = NULL;
+    assert_int_equal(tether_pq_exec_params(tether_pq_conn(l),
+                                           "SELECT $1::int + 1", &pp, 1000, &r,
+                                           &err),
+                     0);
+    assert_string_equal(PQgetvalue(r, 0, 0), "42");
+    PQclear(r);
+    assert_int_equal(
+        tether_pq_exec(tether_pq_conn(l), "SELEC 1", 1000, &r, &err),
+        TETHER_EQUERY);
+    assert_string_equal(err.sqlstate, "42601");
+    assert_null(r);
+    PGconn *o = outside(); /* not a connection of tether's */
+    assert_int_equal(tether_pq_exec(o, "SELECT 1", 1000, &r, &err),
+                     TETHER_EINVAL);
+    assert_non_null(strstr(err.message, "not a connection of tether"));
+    PQfinish(o);
+    tether_lease_release(l);
+    tether_pool_destroy(p);
+}
+
+/* The declared statement's answer on l (-1: failed, err says why). */
+static long long run_declared(tether_lease *l, const tether_pq_stmt *st,
+                              const char *arg, int64_t timeout_ms,
+                              tether_error *err) {
+    const char *vals[] = {arg};
+    tether_pq_params pp = {1, NULL, vals, NULL, NULL, 0};
+    PGresult *r = NULL;
+    long long v = -1;
+    if (tether_pq_exec_prepared(tether_pq_conn(l), st, &pp, timeout_ms, &r,
+                                err) == 0)
+        v = atoll(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return v;
+}
+
+/* A value of sql on l (-1: failed). */
+static long long lease_value(tether_lease *l, const char *sql) {
+    PGresult *r = NULL;
+    tether_error err = {0};
+    long long v = -1;
+    if (tether_pq_exec(tether_pq_conn(l), sql, 2000, &r, &err) == 0 &&
+        PQntuples(r) > 0)
+        v = atoll(PQgetvalue(r, 0, 0));
+    else
+        print_message("%s: %s\n", sql, err.message);
+    PQclear(r);
+    return v;
+}
+
+#define PREPARED                                                               \
+    "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE "             \
+    "'\\_\\_tether\\_%'"
+
+/* 7. A declared statement: prepared once per connection, again after a
+ * server-side DEALLOCATE ALL (no error reaches the caller), a clear, a
+ * DISCARD ALL reset; inside a transaction the loss is a transient error. */
+static void test_declared(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    tether_pq_stmt *st = NULL;
+    tether_error err = {0};
+    Oid types[] = {23}; /* int4 */
+    assert_int_equal(tether_pq_declare("plus one", "SELECT $1::int + 1", 1,
+                                       types, &st, &err),
+                     0);
+    tether_lease *l = NULL;
+    tether_pq_stats s0, s1;
+    tether_pq_stats_get(&s0);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    assert_int_equal(run_declared(l, st, "41", 1000, &err), 42);
+    assert_int_equal(lease_value(l, PREPARED), 1);
+    long long t1 = lease_value(
+        l, "SELECT extract(epoch FROM prepare_time) * 1e6 FROM "
+           "pg_prepared_statements WHERE name LIKE '\\_\\_tether\\_%'");
+    assert_int_equal(run_declared(l, st, "1", 1000, &err), 2);
+    assert_int_equal(
+        lease_value(l, "SELECT extract(epoch FROM prepare_time) * 1e6 FROM "
+                       "pg_prepared_statements WHERE name LIKE "
+                       "'\\_\\_tether\\_%'"),
+        t1); /* not prepared again */
+    tether_pq_stats_get(&s1);
+    assert_int_equal(s1.prepares - s0.prepares, 1);
+    assert_true(lease_value(l, "DEALLOCATE ALL; SELECT 0") == 0);
+    assert_int_equal(run_declared(l, st, "2", 1000, &err), 3);
+    assert_int_equal(lease_value(l, PREPARED), 1);
+    tether_pq_stats_get(&s1);
+    assert_int_equal(s1.reprepares - s0.reprepares, 1);
+    assert_int_equal(s1.prepares - s0.prepares, 2);
+    /* Inside a transaction block: the loss aborts it; transient. */
+    assert_true(lease_value(l, "BEGIN; DEALLOCATE ALL; SELECT 0") == 0);
+    assert_int_equal(run_declared(l, st, "2", 1000, &err), -1);
+    assert_string_equal(err.sqlstate, "26000");
+    assert_int_equal(err.cls, TETHER_CLASS_TRANSIENT);
+    tether_lease_release(l); /* rolled back */
+    tether_pool_clear(p);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    assert_int_equal(run_declared(l, st, "3", 1000, &err), 4);
+    tether_lease_release(l);
+    tether_pq_stmt_destroy(st);
+    tether_pool_destroy(p);
+}
+
+/* 8. More declared statements than a connection keeps: the least recently
+ * used are deallocated, and all of them still run; with DISCARD ALL as the
+ * reset query, each lease prepares again. */
+static void test_declared_bounded(void **state) {
+    (void)state;
+    tether_pool *p =
+        open_pool(primary_port, "tether_reset_query='DISCARD ALL'");
+    enum { N = 40 };
+    tether_pq_stmt *st[N];
+    tether_error err = {0};
+    for (int i = 0; i < N; i++) {
+        char sql[64];
+        snprintf(sql, sizeof(sql), "SELECT $1::int + %d", i);
+        assert_int_equal(tether_pq_declare(NULL, sql, 1, NULL, &st[i], &err),
+                         0);
+    }
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < N; i++)
+            assert_int_equal(run_declared(l, st[i], "100", 1000, &err),
+                             100 + i);
+    long long kept = lease_value(l, PREPARED);
+    print_message("declared: %d statements, %lld kept\n", N, kept);
+    assert_true(kept <= 32 && kept > 0);
+    tether_lease_release(l); /* DISCARD ALL */
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    assert_int_equal(lease_value(l, PREPARED), 0);
+    assert_int_equal(run_declared(l, st[0], "1", 1000, &err), 1);
+    tether_lease_release(l);
+    for (int i = 0; i < N; i++)
+        tether_pq_stmt_destroy(st[i]);
+    tether_pool_destroy(p);
+}
+
+/* 9. A declared statement past its deadline drains like any other; the
+ * connection then runs it again. */
+static void test_declared_timeout(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    long long pid = backend_pid(p);
+    tether_pq_stmt *st = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pq_declare("sleep",
+                                       "SELECT 1 FROM "
+                                       "pg_sleep($1::float8)",
+                                       1, NULL, &st, &err),
+                     0);
+    tether_lease *l = NULL;
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    thread_time t0 = thread_time_start();
+    assert_int_equal(run_declared(l, st, "10", 200, &err), -1);
+    thread_time t1 = thread_time_stop();
+    assert_int_equal(err.code, TETHER_ETIMEDOUT);
+    check_late(&t0, &t1, 200, "declared");
+    tether_lease_release(l);
+    assert_int_equal(backend_pid(p), pid);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    assert_int_equal(run_declared(l, st, "0", 1000, &err), 1);
+    assert_int_equal(run_declared(l, st, "0", 1000, &err), 1);
+    tether_lease_release(l);
+    tether_pq_stmt_destroy(st);
+    tether_pool_destroy(p);
+}
+
+/* The work of test_declared_routed: the declared statement, which tells
+ * whether it ran on a standby. */
+typedef struct routed {
+    const tether_pq_stmt *st;
+    int standby; /* the last run's answer */
+} routed;
+
+static int recovery_work(void *h, void *arg, const tether_attempt *a,
+                         tether_error *err) {
+    (void)a;
+    routed *x = arg;
+    PGresult *r = NULL;
+    int rc = tether_pq_exec_prepared(h, x->st, NULL, TETHER_PQ_RUN_DEADLINE, &r,
+                                     err);
+    if (rc == 0)
+        x->standby = !strcmp(PQgetvalue(r, 0, 0), "t");
+    PQclear(r);
+    return rc;
+}
+
+/* 10. Through the read/write router, the same declared statement runs on
+ * either side. */
+static void test_declared_routed(void **state) {
+    (void)state;
+    char ci[2048];
+    snprintf(ci, sizeof(ci),
+             "host=127.0.0.1,127.0.0.1 port=%d,%s %s "
+             "tether_route=read-write-split tether_pool_max=2",
+             primary_port, getenv("STANDBY_PORT"), base);
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    if (tether_pool_open(&p, ci, NULL, NULL, &err))
+        fail_msg("pool: %s", err.message);
+    tether_pq_stmt *st = NULL;
+    assert_int_equal(tether_pq_declare("role", "SELECT pg_is_in_recovery()", 0,
+                                       NULL, &st, &err),
+                     0);
+    int on_standby = 0; /* the first reads may go to the primary while
+                           the read side connects (docs/routing.md) */
+    routed x = {st, -1};
+    for (int i = 0; i < 10; i++) {
+        assert_int_equal(tether_pool_run(p, TETHER_IDEMPOTENT | TETHER_READONLY,
+                                         recovery_work, &x, &err),
+                         0);
+        on_standby += x.standby;
+        assert_int_equal(
+            tether_pool_run(p, TETHER_IDEMPOTENT, recovery_work, &x, &err), 0);
+        assert_int_equal(x.standby, 0);
+    }
+    print_message("routed: %d of 10 reads on the standby\n", on_standby);
+    assert_true(on_standby > 0);
+    tether_pool_destroy(p);
+    tether_pq_stmt_destroy(st);
+}
+
+/* The work of test_declared_failover: the declared statement once. */
+static int plus_work(void *h, void *arg, const tether_attempt *a,
+                     tether_error *err) {
+    (void)a;
+    const char *vals[] = {"41"};
+    tether_pq_params pp = {1, NULL, vals, NULL, NULL, 0};
+    PGresult *r = NULL;
+    int rc =
+        tether_pq_exec_prepared(h, arg, &pp, TETHER_PQ_RUN_DEADLINE, &r, err);
+    if (rc == 0 && strcmp(PQgetvalue(r, 0, 0), "42") != 0)
+        rc = tether_error_set(err, TETHER_EFAILED, TETHER_CLASS_PERMANENT,
+                              "wrong answer %s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return rc;
+}
+
+static void cluster(const char *verb, const char *node) {
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd), "%s %s %s %s >/dev/null 2>&1", getenv("PGC_CTL"),
+             verb, getenv("PGC_DIR"), node);
+    if (system(cmd) != 0)
+        fail_msg("cluster command failed: %s", cmd);
+}
+
+/* 11. A failover (the standby promoted, the primary stopped): the new
+ * primary's connections prepare the declared statement; no error reaches
+ * idempotent work. Last: the cluster has no standby afterwards. */
+static void test_declared_failover(void **state) {
+    (void)state;
+    if (!getenv("TETHER_TEST_PROMOTE") || !getenv("PGC_CTL")) {
+        print_message("skipped: set TETHER_TEST_PROMOTE=1 with a cluster of "
+                      "the test's own\n");
+        return;
+    }
+    char ci[2048];
+    snprintf(ci, sizeof(ci),
+             "host=127.0.0.1,127.0.0.1 port=%d,%s %s "
+             "target_session_attrs=read-write tether_pool_max=4 "
+             "tether_breaker='breaker failures=100'",
+             primary_port, getenv("STANDBY_PORT"), base);
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    if (tether_pool_open(&p, ci, NULL, NULL, &err))
+        fail_msg("pool: %s", err.message);
+    tether_pq_stmt *st = NULL;
+    assert_int_equal(
+        tether_pq_declare("plus", "SELECT $1::int + 1", 1, NULL, &st, &err), 0);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(
+            tether_pool_run(p, TETHER_IDEMPOTENT, plus_work, st, &err), 0);
+    cluster("promote", "");
+    cluster("stop-node", "primary");
+    tether_pq_stats s0, s1;
+    tether_pq_stats_get(&s0);
+    for (int i = 0; i < 20; i++) {
+        int rc = tether_pool_run(p, TETHER_IDEMPOTENT, plus_work, st, &err);
+        if (rc)
+            fail_msg("run %d after the failover: %s", i, err.message);
+    }
+    tether_pq_stats_get(&s1);
+    print_message("failover: %llu prepares on the new primary\n",
+                  (unsigned long long)(s1.prepares - s0.prepares));
+    assert_true(s1.prepares - s0.prepares >= 1);
+    tether_pool_destroy(p);
+    tether_pq_stmt_destroy(st);
+}
+
+/* A fault proxy in front of the primary. */
+typedef struct proxy {
+    pid_t pid;
+    int port;
+    char ctl[128];
+} proxy;
+
+static void proxy_start(proxy *px) {
+    snprintf(px->ctl, sizeof(px->ctl), "/tmp/tether-stmt-%d.sock", getpid());
+    unlink(px->ctl);
+    char target[64];
+    snprintf(target, sizeof(target), "127.0.0.1:%d", primary_port);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    px->pid = fork();
+    if (px->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        dup2(fds[1], 1);
+        close(fds[0]);
+        execl(proxy_bin, proxy_bin, "serve", "--listen", "0", "--target",
+              target, "--control", px->ctl, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    FILE *f = fdopen(fds[0], "r");
+    char line[64] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    fclose(f);
+    assert_int_equal(sscanf(line, "port %d", &px->port), 1);
+}
+
+static void proxy_stop(proxy *px) {
+    kill(px->pid, SIGTERM);
+    waitpid(px->pid, NULL, 0);
+    unlink(px->ctl);
+}
+
+static void proxy_mode(proxy *px, const char *mode) {
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "%s ctl %s %s >/dev/null", proxy_bin, px->ctl,
+             mode);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* 6. A blackholed server: the call returns by its deadline, the cancel
+ * cannot connect, and the connection is closed after the drain bound. */
+static void test_blackhole(void **state) {
+    (void)state;
+    proxy px;
+    proxy_start(&px);
+    tether_pool *p = open_pool(px.port, "tether_drain_timeout=300ms");
+    assert_true(backend_pid(p) > 0);
+    tether_pq_stats s0, s1;
+    tether_pq_stats_get(&s0);
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    proxy_mode(&px, "blackhole");
+    PGresult *r = NULL;
+    thread_time t0 = thread_time_start();
+    int rc = tether_pq_exec(tether_pq_conn(l), "SELECT 1", 200, &r, &err);
+    thread_time t1 = thread_time_stop();
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    check_late(&t0, &t1, 200, "blackhole");
+    t0 = thread_time_start();
+    tether_lease_release(l);
+    t1 = thread_time_stop();
+    check_late(&t0, &t1, 0, "release"); /* the caller is not held */
+    tether_pool_metrics m;
+    for (int i = 0; i < 100; i++) { /* the drain gives up after 300 ms */
+        tether_pool_metrics_get(p, &m);
+        if (m.total == 0)
+            break;
+        sleep_ms(10);
+    }
+    assert_int_equal(m.total, 0);
+    tether_pq_stats_get(&s1);
+    assert_int_equal(s1.discarded_after_cancel - s0.discarded_after_cancel, 1);
+    assert_int_equal(s1.cancels_failed - s0.cancels_failed, 1);
+    tether_pool_destroy(p);
+    proxy_stop(&px);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2 || !getenv("PRIMARY_PORT")) {
+        fprintf(stderr, "usage: scripts/pg-cluster run -- test_statements "
+                        "FAULTPROXY\n");
+        return getenv("PRIMARY_PORT") ? 2 : 0;
+    }
+    proxy_bin = argv[1];
+    primary_port = atoi(getenv("PRIMARY_PORT"));
+    snprintf(base, sizeof(base), "user=%s password=%s dbname=%s",
+             getenv("PGC_USER"), getenv("PGC_PASSWORD"), getenv("PGC_DB"));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_deadline_on_lease),
+        cmocka_unit_test(test_run_deadline),
+        cmocka_unit_test(test_transaction_rolled_back),
+        cmocka_unit_test(test_statement_timeout),
+        cmocka_unit_test(test_params_and_input),
+        cmocka_unit_test(test_blackhole),
+        cmocka_unit_test(test_declared),
+        cmocka_unit_test(test_declared_bounded),
+        cmocka_unit_test(test_declared_timeout),
+        cmocka_unit_test(test_declared_routed),
+        cmocka_unit_test(test_declared_failover), /* last: promotes */
+    };
+    return cmocka_run_group_tests_name("statements", tests, NULL, NULL);
+}
