@@ -1,22 +1,23 @@
-/* pool.c - the registry behind the preload (one pool per normalized
- * connection string and credentials: different users never share), made
- * on first use; fork (a child abandons its parent's registry without
- * touching it: no connection of the parent's is ever handed out, closed
- * or written to in the child, whose own connects make a new one); and the
- * checkout and give-back of a PGconn around the pool's own reset. */
+/* pool.c - the checkout and give-back of a PGconn around the pool's own
+ * reset (docs/preload.md, "What it does"), and fork (a child abandons its
+ * parent's pools without touching them: no connection of the parent's is
+ * ever handed out, closed or written to in the child, whose own connects
+ * make new ones). A connect never waits on the pool's size: when the
+ * program holds every connection of its pool, it goes to libpq directly.
+ * A connection older than TETHER_PRELOAD_MAX_AGE is closed at checkout,
+ * so that a revoked login or a changed setting reaches the program within
+ * that bound. */
 #include "internal.h"
 #include "preload.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static tether_registry *reg;
-static int reg_failed;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
 static void fork_prepare(void) {
-    pthread_mutex_lock(&reg_lock);
+    tp_pools_lock();
     tp_table_lock();
     tether__ticker_fork_prepare();
     tether__log_fork_prepare();
@@ -26,20 +27,14 @@ static void fork_parent(void) {
     tether__log_fork_parent();
     tether__ticker_fork_parent();
     tp_table_unlock();
-    pthread_mutex_unlock(&reg_lock);
+    tp_pools_unlock();
 }
 
 static void fork_child(void) {
     tether__log_fork_child();
     tether__ticker_fork_child();
     tp_table_fork_child();
-    reg = NULL; /* the parent's: abandoned, never used or closed here */
-    reg_failed = 0;
-    pthread_mutex_init(&reg_lock, NULL);
-}
-
-static void install_fork_hooks(void) {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    tp_pools_fork_child();
 }
 
 /* With TETHER_PRELOAD_LOG set, tether's own log (pools opening and
@@ -50,26 +45,10 @@ static void log_sink(void *ctx, tether_log_level level, const char *msg) {
     tp_log("tether %s: %s", level >= TETHER_LOG_WARN ? "warning" : "info", msg);
 }
 
-/* registry returns the process's registry, made on first use (NULL when it
- * cannot be made: connects then pass through). Never closed: at exit the
- * kernel closes the idle connections, as it would a program's own. */
-static tether_registry *registry(void) {
-    pthread_once(&fork_once, install_fork_hooks);
-    pthread_mutex_lock(&reg_lock);
-    if (!reg && !reg_failed) {
-        if (tp_config_get()->log)
-            tether_set_log(log_sink, NULL, TETHER_LOG_INFO);
-        tether_registry_opts o;
-        tether_registry_opts_init(&o);
-        tether_error err = {0};
-        if (tether_registry_create(&reg, &o, &err) != 0) {
-            tp_log("no registry: %s", err.message);
-            reg_failed = 1;
-        }
-    }
-    tether_registry *r = reg;
-    pthread_mutex_unlock(&reg_lock);
-    return r;
+static void setup(void) {
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    if (tp_config_get()->log)
+        tether_set_log(log_sink, NULL, TETHER_LOG_INFO);
 }
 
 /* checkout readies a pooled PGconn for the program: notifications that
@@ -84,37 +63,76 @@ static void checkout(PGconn *pg) {
  * NULL), learnt from the first pooled PGconn, before any program saw it. */
 static PQnoticeProcessor default_processor;
 
-PGconn *tp_pool_connect(const tp_conn *c) {
-    tether_registry *r = c->pooled ? registry() : NULL;
-    if (!r)
-        return NULL;
-    tether_lease *l = NULL;
-    tether_error err = {0};
-    int rc = tether_registry_acquire(r, c->pooled, -1, &l, &err);
-    if (rc != 0) {
-        tp_log("pool failed (%s), connecting without it: %s", err.message,
-               c->display);
-        return NULL;
-    }
-    PGconn *pg = tether_pq_conn(l);
+static void learn_processor(PGconn *pg) {
     if (tp_table_state(pg) == TP_NONE &&
         !__atomic_load_n(&default_processor, __ATOMIC_ACQUIRE))
         __atomic_store_n(&default_processor,
                          PQsetNoticeProcessor(pg, NULL, NULL),
                          __ATOMIC_RELEASE);
+}
+
+/* lease_fresh acquires from p a connection no older than the bound:
+ * older ones are closed (a new one authenticates again). NULL on failure
+ * (the caller connects through libpq, which reports the error). */
+static PGconn *lease_fresh(tp_pool *p, const tp_conn *c) {
+    const tp_config *cfg = tp_config_get();
+    for (int tries = 0; tries <= p->max + 1; tries++) {
+        tether_lease *l = NULL;
+        tether_error err = {0};
+        if (tether_pool_acquire(p->pool, -1, &l, &err) != 0) {
+            tp_log("pool failed (%s), connecting without it: %s", err.message,
+                   c->display);
+            return NULL;
+        }
+        PGconn *pg = tether_pq_conn(l);
+        learn_processor(pg);
+        char *asked = strdup(c->asked);
+        int64_t born = tp_table_lease(
+            pg, l, PQsetNoticeReceiver(pg, NULL, NULL), p, asked);
+        if (asked && tp_now_ms() - born < cfg->max_age_ms)
+            return pg;
+        tp_slot s;
+        tp_table_finish(pg, &s);
+        free(s.asked);
+        tp_log("connection older than TETHER_PRELOAD_MAX_AGE (%s) closed",
+               cfg->max_age);
+        tether_lease_discard(l);
+    }
+    return NULL;
+}
+
+PGconn *tp_pool_connect(const tp_conn *c) {
+    if (!c->pooled)
+        return NULL;
+    pthread_once(&setup_once, setup);
+    tp_pool *p = tp_pools_get(c);
+    if (!p)
+        return NULL;
+    if (__atomic_fetch_add(&p->leased, 1, __ATOMIC_ACQ_REL) >= p->max) {
+        __atomic_fetch_sub(&p->leased, 1, __ATOMIC_ACQ_REL);
+        tp_log("the program holds all %d connections of this pool: a "
+               "connection of its own: %s",
+               p->max, c->display);
+        return NULL;
+    }
+    PGconn *pg = lease_fresh(p, c);
+    if (!pg) {
+        __atomic_fetch_sub(&p->leased, 1, __ATOMIC_ACQ_REL);
+        return NULL;
+    }
     checkout(pg);
-    tp_table_lease(pg, l, PQsetNoticeReceiver(pg, NULL, NULL));
     tp_log("pooled connection (backend %d): %s", PQbackendPID(pg), c->display);
     return pg;
 }
 
 /* restore undoes what a program may have changed on its PGconn through
- * libpq calls that do not reach the server. Returns 0, or -1 when the
- * connection cannot be made as it was (its notice receiver was replaced:
- * the driver's own is needed). */
-static int restore(PGconn *pg, const tp_slot *s) {
+ * libpq calls that do not reach the server. Returns NULL, or why the
+ * connection cannot be made as it was. */
+static const char *restore(PGconn *pg, const tp_slot *s) {
     if (PQsetNoticeReceiver(pg, NULL, NULL) != s->rx)
-        return -1;
+        return "its notice receiver was replaced";
+    if (PQpipelineStatus(pg) != PQ_PIPELINE_OFF)
+        return "it is in pipeline mode";
     PQnoticeProcessor dp =
         __atomic_load_n(&default_processor, __ATOMIC_ACQUIRE);
     if (dp)
@@ -123,8 +141,8 @@ static int restore(PGconn *pg, const tp_slot *s) {
     PQsetErrorContextVisibility(pg, PQSHOW_CONTEXT_ERRORS);
     PQuntrace(pg);
     if (PQisnonblocking(pg) && PQsetnonblocking(pg, 0) != 0)
-        return -1;
-    return 0;
+        return "its non-blocking mode could not be undone";
+    return NULL;
 }
 
 int tp_pool_finish(PGconn *pg) {
@@ -138,12 +156,16 @@ int tp_pool_finish(PGconn *pg) {
     default: /* not the pool's, or inherited from a parent process */
         return 0;
     }
-    if (s.tainted || restore(pg, &s) != 0) {
-        tp_log("connection closed, not reused (reset or changed by the "
-               "program)");
+    free(s.asked);
+    const char *why = s.tainted ? s.tainted : restore(pg, &s);
+    if (!why && s.too_many_idle)
+        why = "TETHER_PRELOAD_IDLE_MAX idle connections are kept already";
+    if (why) {
+        tp_log("connection closed, not reused: %s", why);
         tether_lease_discard(s.lease);
     } else {
         tether_lease_release(s.lease); /* rollback, reset query, or close */
     }
+    __atomic_fetch_sub(&s.pool->leased, 1, __ATOMIC_ACQ_REL);
     return 1;
 }
