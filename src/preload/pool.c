@@ -5,8 +5,10 @@
  * make new ones). A connect never waits on the pool's size: when the
  * program holds every connection of its pool, it goes to libpq directly.
  * A connection older than TETHER_PRELOAD_MAX_AGE is closed at checkout,
- * so that a revoked login or a changed setting reaches the program within
- * that bound. */
+ * so that a revoked login or a changed password reaches the program within
+ * that bound; what the server can tell at once (the role may still log
+ * in, the database's and role's settings as of now) is asked at every
+ * checkout (docs/preload.md, "Revoked access and changed settings"). */
 #include "internal.h"
 #include "preload.h"
 
@@ -71,6 +73,34 @@ static void learn_processor(PGconn *pg) {
                          __ATOMIC_RELEASE);
 }
 
+/* The server's view, as the session's own role sees it: may it still log
+ * in (and connect to this database), and the settings ALTER DATABASE /
+ * ALTER ROLE ... SET give a new session of it here. */
+static const char check_sql[] =
+    "SELECT r.rolcanlogin AND coalesce(r.rolvaliduntil > now(), true) "
+    "AND d.datallowconn AND has_database_privilege(d.oid, 'CONNECT'), "
+    "coalesce((SELECT string_agg(s.setdatabase || '/' || s.setrole || '/' "
+    "|| array_to_string(s.setconfig, ','), ';' ORDER BY s.setdatabase, "
+    "s.setrole) FROM pg_db_role_setting s WHERE s.setdatabase IN (0, d.oid) "
+    "AND s.setrole IN (0, r.oid)), '') "
+    "FROM pg_roles r, pg_database d "
+    "WHERE r.rolname = session_user AND d.datname = current_database()";
+
+/* server_check returns NULL when pg may be handed out, else why not. The
+ * settings seen at its first checkout are kept in its slot. */
+static const char *server_check(PGconn *pg) {
+    PGresult *r = PQexec(pg, check_sql);
+    const char *why = NULL;
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+        why = "the server check failed";
+    else if (strcmp(PQgetvalue(r, 0, 0), "t"))
+        why = "the role may no longer log in (or connect to the database)";
+    else if (tp_table_settings(pg, PQgetvalue(r, 0, 1)) != 0)
+        why = "ALTER DATABASE or ALTER ROLE ... SET changed its settings";
+    PQclear(r);
+    return why;
+}
+
 /* lease_fresh acquires from p a connection no older than the bound:
  * older ones are closed (a new one authenticates again). NULL on failure
  * (the caller connects through libpq, which reports the error). */
@@ -89,14 +119,22 @@ static PGconn *lease_fresh(tp_pool *p, const tp_conn *c) {
         char *asked = strdup(c->asked);
         int64_t born = tp_table_lease(
             pg, l, PQsetNoticeReceiver(pg, NULL, NULL), p, asked);
-        if (asked && tp_now_ms() - born < cfg->max_age_ms)
+        const char *why = !asked ? "out of memory"
+                          : tp_now_ms() - born >= cfg->max_age_ms
+                              ? "older than "
+                                "TETHER_PRELOAD_MAX_AGE"
+                              : server_check(pg);
+        if (!why)
             return pg;
         tp_slot s;
         tp_table_finish(pg, &s);
         free(s.asked);
-        tp_log("connection older than TETHER_PRELOAD_MAX_AGE (%s) closed",
-               cfg->max_age);
+        tp_log("pooled connection closed at checkout: %s", why);
         tether_lease_discard(l);
+        if (strncmp(why, "older", 5)) { /* the others are no better */
+            tether_pool_clear(p->pool);
+            return NULL;
+        }
     }
     return NULL;
 }

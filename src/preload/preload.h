@@ -184,6 +184,7 @@ typedef struct tp_slot {
     tether_lease *lease;  /* while leased */
     struct tp_pool *pool; /* while leased */
     char *asked;          /* while leased: for PQconninfo (malloc'd) */
+    char *settings;       /* the server's settings at its first checkout */
     int state;            /* TP_LEASED, TP_IDLE or TP_INHERITED */
     const char *tainted;  /* why it must be closed, never reused (PQreset,
                              an event procedure, a custom setting) */
@@ -204,6 +205,9 @@ int tp_table_state(PGconn *pg);
 /* tp_table_taint: pg, when leased, is closed at PQfinish for reason why;
  * returns 1 when pg is leased. */
 int tp_table_taint(PGconn *pg, const char *why);
+/* tp_table_settings records settings for pg the first time; later, returns
+ * 1 when they differ from the first (0 when the same). */
+int tp_table_settings(PGconn *pg, const char *settings);
 /* tp_table_asked: a PQconninfoParse of what the program asked for on a
  * leased pg, or NULL when pg is not leased. */
 PQconninfoOption *tp_table_asked(PGconn *pg);

@@ -53,8 +53,10 @@ int64_t tp_table_lease(PGconn *pg, tether_lease *lease, PQnoticeReceiver rx,
     pthread_mutex_lock(&lock);
     node **pp = find(pg);
     node *n = *pp;
+    char *settings = NULL;
     if (n) {
         born = n->slot.born_ms;
+        settings = n->slot.settings;
         nidle -= n->slot.state == TP_IDLE;
         free(n->slot.asked);
     } else if ((n = calloc(1, sizeof(*n))) != NULL) {
@@ -62,8 +64,8 @@ int64_t tp_table_lease(PGconn *pg, tether_lease *lease, PQnoticeReceiver rx,
         *bucket(pg) = n;
     }
     if (n) /* out of memory: untracked, PQfinish then closes it for real */
-        n->slot =
-            (tp_slot){pg, lease, pool, asked, TP_LEASED, NULL, rx, born, 0};
+        n->slot = (tp_slot){pg,        lease, pool, asked, settings,
+                            TP_LEASED, NULL,  rx,   born,  0};
     else
         free(asked);
     pthread_mutex_unlock(&lock);
@@ -87,10 +89,23 @@ int tp_table_finish(PGconn *pg, tp_slot *out) {
     } else if (st == TP_INHERITED) {
         *pp = n->next;
         free(n->slot.asked);
+        free(n->slot.settings);
         free(n);
     }
     pthread_mutex_unlock(&lock);
     return st;
+}
+
+int tp_table_settings(PGconn *pg, const char *settings) {
+    pthread_mutex_lock(&lock);
+    node *n = *find(pg);
+    int rc = 0;
+    if (n && !n->slot.settings)
+        n->slot.settings = strdup(settings); /* out of memory: unchecked */
+    else if (n)
+        rc = strcmp(n->slot.settings, settings) != 0;
+    pthread_mutex_unlock(&lock);
+    return rc;
 }
 
 PQconninfoOption *tp_table_asked(PGconn *pg) {
@@ -133,6 +148,7 @@ void tp_table_forget(PGconn *pg) {
         nidle -= n->slot.state == TP_IDLE;
         *pp = n->next;
         free(n->slot.asked);
+        free(n->slot.settings);
         free(n);
     }
     pthread_mutex_unlock(&lock);
@@ -158,6 +174,7 @@ void tp_table_fork_child(void) {
                 pp = &n->next;
             } else {
                 *pp = n->next;
+                free(n->slot.settings);
                 free(n);
             }
         }

@@ -8,6 +8,7 @@
  *                                      environment, changed between connects
  *   pq_cases revoke CI ADMIN ROLE PW SECS  NOLOGIN, then a new password,
  *                                      each followed by SECS of waiting
+ *                                      (0: NOLOGIN only)
  *   pq_cases settings CI ADMIN DB SECS ALTER DATABASE / ROLE ... SET
  *   pq_cases dropdb CI ADMIN           DROP DATABASE, CREATE DATABASE ...
  *                                      TEMPLATE, DROP ... WITH (FORCE) of
@@ -137,6 +138,10 @@ static int cmd_revoke(const char *ci, const char *adm, const char *role,
     snprintf(sql, sizeof(sql), "ALTER ROLE %s LOGIN", role);
     admin(adm, sql);
     one("login_again", ci, who, "SELECT current_user");
+    if (secs <= 0) { /* NOLOGIN only: a new password needs the bound */
+        printf("\n");
+        return 0;
+    }
     snprintf(sql, sizeof(sql), "ALTER ROLE %s PASSWORD '%s-new'", role, pw);
     admin(adm, sql);
     sleep_s(secs);

@@ -13,7 +13,7 @@
 # of each way is compared (TETHER_PROGRAMS_RATIO, default 1.2).
 set -euo pipefail
 export LC_ALL=C
-so=${1:?usage: test_programs.sh PRELOAD_SO}
+so=$(readlink -f "${1:?usage: test_programs.sh PRELOAD_SO}")
 here=$(cd "$(dirname "$0")" && pwd)
 ratio_max=${TETHER_PROGRAMS_RATIO:-1.2}
 only=${TETHER_PROGRAMS_ONLY:-pgbench vacuumdb psql psycopg2} # a subset, for a quick look
