@@ -239,6 +239,18 @@ static int service(const tether__conninfo *eff) {
     return v && *v;
 }
 
+/* session fills what a pooled connection's session must be: libpq's
+ * PQuser, PQdb (the user's name when none is given) and PQoptions. */
+static int session(const tether__conninfo *eff, tp_conn *c) {
+    const char *u = tether__conninfo_get(eff, "user");
+    const char *d = tether__conninfo_get(eff, "dbname");
+    const char *o = tether__conninfo_get(eff, "options");
+    c->user = strdup(u ? u : "");
+    c->db = strdup(d && *d ? d : u ? u : "");
+    c->options = strdup(o ? o : "");
+    return c->user && c->db && c->options ? 0 : -1;
+}
+
 /* decide fills c's pooled form and key from eff, or logs why not. */
 static void decide(const tether__conninfo *eff, const tp_config *cfg,
                    tp_conn *c) {
@@ -256,7 +268,7 @@ static void decide(const tether__conninfo *eff, const tp_config *cfg,
     else if (!(c->key = key_form(eff, &why)))
         tp_log("%s: not pooled: %s", why ? why : "out of memory", c->display);
     else if (!(c->pooled = pooled_form(eff, cfg)) ||
-             !(c->asked = without_tether(eff))) {
+             !(c->asked = without_tether(eff)) || session(eff, c) != 0) {
         free(c->pooled);
         free(c->key);
         c->pooled = c->key = NULL;
@@ -297,6 +309,9 @@ void tp_conn_free(tp_conn *c) {
     free(c->pooled);
     free(c->key);
     free(c->asked);
+    free(c->user);
+    free(c->db);
+    free(c->options);
     free(c->display);
     free(c->libpq);
     memset(c, 0, sizeof(*c));

@@ -87,7 +87,8 @@ static const char check_sql[] =
     "WHERE r.rolname = session_user AND d.datname = current_database()";
 
 /* server_check returns NULL when pg may be handed out, else why not. The
- * settings seen at its first checkout are kept in its slot. */
+ * settings seen at its first check are kept in its slot: a change made
+ * during its first use is seen within TETHER_PRELOAD_MAX_AGE only. */
 static const char *server_check(PGconn *pg) {
     PGresult *r = PQexec(pg, check_sql);
     const char *why = NULL;
@@ -101,11 +102,30 @@ static const char *server_check(PGconn *pg) {
     return why;
 }
 
+/* same: a and b equal, NULL as "". */
+static int same(const char *a, const char *b) {
+    return !strcmp(a ? a : "", b ? b : "");
+}
+
+/* checkout_check returns NULL when pg may be handed out, else why not: it
+ * must be the user, database and options asked for (the pool's own
+ * connects read the environment for keywords its string leaves out), no
+ * older than the bound, and, unless it was made for this connect, pass
+ * the server's check. */
+static const char *checkout_check(PGconn *pg, const tp_conn *c, int fresh,
+                                  int64_t born) {
+    if (!same(PQuser(pg), c->user) || !same(PQdb(pg), c->db) ||
+        !same(PQoptions(pg), c->options))
+        return "not the user, database or options asked for";
+    if (tp_now_ms() - born >= tp_config_get()->max_age_ms)
+        return "older than TETHER_PRELOAD_MAX_AGE";
+    return fresh ? NULL : server_check(pg);
+}
+
 /* lease_fresh acquires from p a connection no older than the bound:
  * older ones are closed (a new one authenticates again). NULL on failure
  * (the caller connects through libpq, which reports the error). */
 static PGconn *lease_fresh(tp_pool *p, const tp_conn *c) {
-    const tp_config *cfg = tp_config_get();
     for (int tries = 0; tries <= p->max + 1; tries++) {
         tether_lease *l = NULL;
         tether_error err = {0};
@@ -117,13 +137,10 @@ static PGconn *lease_fresh(tp_pool *p, const tp_conn *c) {
         PGconn *pg = tether_pq_conn(l);
         learn_processor(pg);
         char *asked = strdup(c->asked);
+        int fresh = tp_table_state(pg) == TP_NONE;
         int64_t born = tp_table_lease(
             pg, l, PQsetNoticeReceiver(pg, NULL, NULL), p, asked);
-        const char *why = !asked ? "out of memory"
-                          : tp_now_ms() - born >= cfg->max_age_ms
-                              ? "older than "
-                                "TETHER_PRELOAD_MAX_AGE"
-                              : server_check(pg);
+        const char *why = checkout_check(pg, c, fresh, born);
         if (!why)
             return pg;
         tp_slot s;

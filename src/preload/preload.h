@@ -131,12 +131,13 @@ char *tp_sb_done(tp_sb *b); /* the string (malloc'd) or NULL */
  * the masked display form (logs, TETHER_PRELOAD_MATCH) and whether it may
  * be pooled at all. */
 typedef struct tp_conn {
-    char *pooled;  /* NULL when not to be pooled */
-    char *key;     /* the pool's key: never a secret in clear */
-    char *asked;   /* what libpq would connect with, libpq keywords only */
-    char *display; /* masked, never a password */
-    char *libpq;   /* without tether's keywords, for a pass-through;
-                      NULL when the original string has none */
+    char *pooled; /* NULL when not to be pooled */
+    char *key;    /* the pool's key: never a secret in clear */
+    char *asked;  /* what libpq would connect with, libpq keywords only */
+    char *user, *db, *options; /* what the session must be */
+    char *display;             /* masked, never a password */
+    char *libpq;               /* without tether's keywords, for a pass-through;
+                                  NULL when the original string has none */
 } tp_conn;
 
 /* tp_conn_prepare fills c from conninfo. Returns 0 (c->pooled may still be

@@ -158,6 +158,7 @@ static int cmd_settings(const char *ci, const char *adm, const char *db,
     char sql[512];
     printf("result: settings");
     one("before", ci, NULL, "SHOW work_mem");
+    one("again", ci, NULL, "SHOW work_mem"); /* a connection used twice */
     snprintf(sql, sizeof(sql), "ALTER DATABASE %s SET work_mem = '11MB'", db);
     admin(adm, sql);
     sleep_s(secs);
@@ -166,6 +167,7 @@ static int cmd_settings(const char *ci, const char *adm, const char *db,
     char role[128], sql2[256];
     value(pg, "SELECT current_user", role, sizeof(role));
     PQfinish(pg);
+    one("again", ci, NULL, "SHOW work_mem");
     snprintf(sql2, sizeof(sql2), "ALTER ROLE %s SET work_mem = '13MB'", role);
     admin(adm, sql2);
     sleep_s(secs);

@@ -189,11 +189,11 @@ grep -q 'nologin=refused login_again=tp_carol old_password=refused new_password=
   fail "revoke: $(results revoke.preload)"
 # ALTER DATABASE / ROLE ... SET reach the next connect after the bound.
 both settings TETHER_PRELOAD_MAX_AGE=1s -- settings "$ci" "$admin" "$PGC_DB" 1.3
-grep -q 'database_set=11MB role_set=13MB' "$work/settings.preload" &&
+grep -q 'database_set=11MB again=11MB role_set=13MB' "$work/settings.preload" &&
   check "settings: ALTER DATABASE and ALTER ROLE ... SET seen" || fail "settings: $(results settings.preload)"
 # ... and at once, by the server check at checkout, with the default bound.
 both settings_now -- settings "$ci" "$admin" "$PGC_DB" 0
-grep -q 'database_set=11MB role_set=13MB' "$work/settings_now.preload" &&
+grep -q 'database_set=11MB again=11MB role_set=13MB' "$work/settings_now.preload" &&
   check "settings: seen by the next connect" || fail "settings at once: $(results settings_now.preload)"
 both nologin_now -- revoke "$noauth" "$admin" tp_carol tp-carol-pw 0
 grep -q 'nologin=refused login_again=tp_carol' "$work/nologin_now.preload" &&
