@@ -99,6 +99,8 @@ static void load(void) {
                   &ms);
     read_duration("TETHER_PRELOAD_MAX_AGE", "10s", cfg.max_age,
                   sizeof(cfg.max_age), &cfg.max_age_ms);
+    read_duration("TETHER_PRELOAD_RECHECK", "100ms", cfg.recheck,
+                  sizeof(cfg.recheck), &cfg.recheck_ms);
     const char *v = getenv("TETHER_PRELOAD_RESET_QUERY"); /* empty: none */
     cfg.reset = !v ? "DISCARD ALL" : !strcasecmp(v, "none") ? "" : v;
     if (strchr(cfg.reset, '\n'))

@@ -86,19 +86,48 @@ static const char check_sql[] =
     "FROM pg_roles r, pg_database d "
     "WHERE r.rolname = session_user AND d.datname = current_database()";
 
-/* server_check returns NULL when pg may be handed out, else why not. The
- * settings seen at its first check are kept in its slot: a change made
- * during its first use is seen within TETHER_PRELOAD_MAX_AGE only. */
-static const char *server_check(PGconn *pg) {
+/* ask runs the check on pg and records the answer in p. Returns -1 when
+ * the query failed (pg is then not to be handed out). */
+static int ask(tp_pool *p, PGconn *pg) {
     PGresult *r = PQexec(pg, check_sql);
-    const char *why = NULL;
-    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
-        why = "the server check failed";
-    else if (strcmp(PQgetvalue(r, 0, 0), "t"))
-        why = "the role may no longer log in (or connect to the database)";
-    else if (tp_table_settings(pg, PQgetvalue(r, 0, 1)) != 0)
-        why = "ALTER DATABASE or ALTER ROLE ... SET changed its settings";
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    char *fp = ok ? strdup(PQgetvalue(r, 0, 1)) : NULL;
+    pthread_mutex_lock(&p->mu);
+    if (fp) {
+        free(p->settings);
+        p->settings = fp;
+        p->may_login = !strcmp(PQgetvalue(r, 0, 0), "t");
+        p->checked_ms = tp_now_ms();
+    }
+    p->checking = 0;
+    pthread_mutex_unlock(&p->mu);
     PQclear(r);
+    return fp ? 0 : -1;
+}
+
+/* server_check returns NULL when pg may be handed out, else why not. The
+ * server is asked on a reused connection at most once per
+ * TETHER_PRELOAD_RECHECK per pool (one thread at a time); pg is compared
+ * with the pool's last answer: may the role log in, and are the settings
+ * the same as when pg was first checked (a change made during its first
+ * use is seen within TETHER_PRELOAD_MAX_AGE only). */
+static const char *server_check(tp_pool *p, PGconn *pg, int fresh) {
+    int64_t now = tp_now_ms();
+    pthread_mutex_lock(&p->mu);
+    int due = !fresh && !p->checking &&
+              now - p->checked_ms >= tp_config_get()->recheck_ms;
+    p->checking |= due;
+    pthread_mutex_unlock(&p->mu);
+    if (due && ask(p, pg) != 0)
+        return "the server check failed";
+    pthread_mutex_lock(&p->mu);
+    const char *why =
+        p->checked_ms && !p->may_login
+            ? "the role may no longer log in (or connect to the database)"
+        : p->settings && tp_table_settings(pg, p->settings) != 0
+            ? "ALTER DATABASE or ALTER ROLE ... SET changed its settings"
+            : NULL;
+    pthread_mutex_unlock(&p->mu);
     return why;
 }
 
@@ -112,14 +141,14 @@ static int same(const char *a, const char *b) {
  * connects read the environment for keywords its string leaves out), no
  * older than the bound, and, unless it was made for this connect, pass
  * the server's check. */
-static const char *checkout_check(PGconn *pg, const tp_conn *c, int fresh,
-                                  int64_t born) {
+static const char *checkout_check(tp_pool *p, PGconn *pg, const tp_conn *c,
+                                  int fresh, int64_t born) {
     if (!same(PQuser(pg), c->user) || !same(PQdb(pg), c->db) ||
         !same(PQoptions(pg), c->options))
         return "not the user, database or options asked for";
     if (tp_now_ms() - born >= tp_config_get()->max_age_ms)
         return "older than TETHER_PRELOAD_MAX_AGE";
-    return fresh ? NULL : server_check(pg);
+    return server_check(p, pg, fresh);
 }
 
 /* lease_fresh acquires from p a connection no older than the bound:
@@ -140,7 +169,7 @@ static PGconn *lease_fresh(tp_pool *p, const tp_conn *c) {
         int fresh = tp_table_state(pg) == TP_NONE;
         int64_t born = tp_table_lease(
             pg, l, PQsetNoticeReceiver(pg, NULL, NULL), p, asked);
-        const char *why = checkout_check(pg, c, fresh, born);
+        const char *why = checkout_check(p, pg, c, fresh, born);
         if (!why)
             return pg;
         tp_slot s;
@@ -160,19 +189,18 @@ PGconn *tp_pool_connect(const tp_conn *c) {
     if (!c->pooled)
         return NULL;
     pthread_once(&setup_once, setup);
-    tp_pool *p = tp_pools_get(c);
-    if (!p)
-        return NULL;
-    if (__atomic_fetch_add(&p->leased, 1, __ATOMIC_ACQ_REL) >= p->max) {
-        __atomic_fetch_sub(&p->leased, 1, __ATOMIC_ACQ_REL);
-        tp_log("the program holds all %d connections of this pool: a "
-               "connection of its own: %s",
-               p->max, c->display);
+    int full;
+    tp_pool *p = tp_pools_reserve(c, &full);
+    if (!p) {
+        if (full)
+            tp_log("the program holds all the connections of this pool: a "
+                   "connection of its own: %s",
+                   c->display);
         return NULL;
     }
     PGconn *pg = lease_fresh(p, c);
     if (!pg) {
-        __atomic_fetch_sub(&p->leased, 1, __ATOMIC_ACQ_REL);
+        tp_pools_unreserve(p);
         return NULL;
     }
     checkout(pg);
@@ -221,6 +249,6 @@ int tp_pool_finish(PGconn *pg) {
     } else {
         tether_lease_release(s.lease); /* rollback, reset query, or close */
     }
-    __atomic_fetch_sub(&s.pool->leased, 1, __ATOMIC_ACQ_REL);
+    tp_pools_unreserve(s.pool);
     return 1;
 }

@@ -1,10 +1,13 @@
 /* pools.c - the process's pools, one per key (docs/preload.md, "Which
  * pool"): what libpq would connect with, the secrets hashed. A chained
  * hash on the key under one mutex; a pool is opened on first use from the
- * pooled form of the string (tether_pool_open) and kept for the life of
- * the process (an unused pool holds no connection once its idle ones have
- * timed out). In a child after fork the parent's pools are abandoned,
- * never touched. */
+ * pooled form of the string (tether_pool_open). A connect reserves one of
+ * its pool's connections under the mutex (never more than the pool's
+ * maximum: beyond, the program holds them all). A pool with nothing
+ * reserved and no connection, unused for EVICT_MS, is closed (scanned at
+ * most once a second), so that a program that connects with ever new
+ * strings (an application_name per connect) does not gather pools. In a
+ * child after fork the parent's pools are abandoned, never touched. */
 #include "preload.h"
 
 #include <pthread.h>
@@ -12,9 +15,11 @@
 #include <string.h>
 
 #define NBUCKETS 256
+#define EVICT_MS 10000
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static tp_pool *buckets[NBUCKETS];
+static int64_t next_scan_ms;
 
 static size_t bucket(const char *key) {
     uint64_t h = 1469598103934665603ull;
@@ -39,12 +44,57 @@ static tp_pool *open_pool(const tp_conn *c) {
     tether_pool_metrics m;
     tether_pool_metrics_get(p->pool, &m);
     p->max = m.max_size;
+    pthread_mutex_init(&p->mu, NULL);
     return p;
 }
 
-tp_pool *tp_pools_get(const tp_conn *c) {
+/* unused: p has nothing reserved, no connection, and no use for EVICT_MS
+ * (lock held: nobody can reserve it meanwhile). */
+static int unused(tp_pool *p, int64_t now) {
+    if (p->leased || now - p->used_ms < EVICT_MS)
+        return 0;
+    tether_pool_metrics m;
+    tether_pool_metrics_get(p->pool, &m);
+    return m.total == 0 && m.creating == 0;
+}
+
+/* evict unlinks the unused pools onto *out (lock held). */
+static void evict(int64_t now, tp_pool **out) {
+    if (now < next_scan_ms)
+        return;
+    next_scan_ms = now + 1000;
+    for (size_t b = 0; b < NBUCKETS; b++)
+        for (tp_pool **pp = &buckets[b]; *pp;) {
+            tp_pool *p = *pp;
+            if (unused(p, now)) {
+                *pp = p->next;
+                p->next = *out;
+                *out = p;
+            } else {
+                pp = &p->next;
+            }
+        }
+}
+
+static void destroy(tp_pool *list) {
+    while (list) {
+        tp_pool *next = list->next;
+        tether_pool_destroy(list->pool);
+        pthread_mutex_destroy(&list->mu);
+        free(list->settings);
+        free(list->key);
+        free(list);
+        list = next;
+    }
+}
+
+tp_pool *tp_pools_reserve(const tp_conn *c, int *full) {
     size_t b = bucket(c->key);
+    int64_t now = tp_now_ms();
+    tp_pool *gone = NULL;
+    *full = 0;
     pthread_mutex_lock(&lock);
+    evict(now, &gone);
     tp_pool *p = buckets[b];
     while (p && strcmp(p->key, c->key))
         p = p->next;
@@ -52,8 +102,19 @@ tp_pool *tp_pools_get(const tp_conn *c) {
         p->next = buckets[b];
         buckets[b] = p;
     }
+    if (p && __atomic_load_n(&p->leased, __ATOMIC_ACQUIRE) >= p->max)
+        *full = 1;
+    else if (p)
+        __atomic_fetch_add(&p->leased, 1, __ATOMIC_ACQ_REL);
+    if (p)
+        p->used_ms = now;
     pthread_mutex_unlock(&lock);
-    return p;
+    destroy(gone);
+    return *full ? NULL : p;
+}
+
+void tp_pools_unreserve(tp_pool *p) {
+    __atomic_fetch_sub(&p->leased, 1, __ATOMIC_ACQ_REL);
 }
 
 void tp_pools_lock(void) {
@@ -66,5 +127,6 @@ void tp_pools_unlock(void) {
 
 void tp_pools_fork_child(void) {
     memset(buckets, 0, sizeof(buckets)); /* the parent's: abandoned */
+    next_scan_ms = 0;
     pthread_mutex_init(&lock, NULL);
 }

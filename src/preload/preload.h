@@ -15,6 +15,7 @@
 #define TETHER_PRELOAD_H
 
 #include <libpq-events.h>
+#include <pthread.h>
 #include <libpq-fe.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -84,6 +85,8 @@ typedef struct tp_config {
     char wait[32];    /* TETHER_PRELOAD_WAIT, default "30s" */
     char max_age[32]; /* TETHER_PRELOAD_MAX_AGE, default "10s" */
     int64_t max_age_ms;
+    char recheck[32]; /* TETHER_PRELOAD_RECHECK, default "100ms" */
+    int64_t recheck_ms;
     const char *reset; /* TETHER_PRELOAD_RESET_QUERY, default DISCARD ALL;
                           "" for none */
     const char *match; /* TETHER_PRELOAD_MATCH, default "*" */
@@ -230,11 +233,23 @@ typedef struct tp_pool {
     tether_pool *pool;
     int max;
     _Atomic int leased;
+    int64_t used_ms; /* last reserved (under the pools' lock) */
+    /* The server's last answer (pool.c), under mu: */
+    pthread_mutex_t mu;
+    int checking;       /* a thread is asking */
+    int64_t checked_ms; /* when (0: never) */
+    int may_login;
+    char *settings; /* what ALTER DATABASE/ROLE ... SET gave then */
     struct tp_pool *next;
 } tp_pool;
 
-/* tp_pools_get returns the pool for c (made on first use), or NULL. */
-tp_pool *tp_pools_get(const tp_conn *c);
+/* tp_pools_reserve returns the pool for c (made on first use) with one of
+ * its connections reserved for this connect, or NULL: *full when the
+ * program holds them all, else no pool could be made. */
+tp_pool *tp_pools_reserve(const tp_conn *c, int *full);
+/* tp_pools_unreserve gives the reservation back (after the connection's
+ * release or discard, or a failed acquire). */
+void tp_pools_unreserve(tp_pool *p);
 void tp_pools_lock(void);
 void tp_pools_unlock(void);
 void tp_pools_fork_child(void);

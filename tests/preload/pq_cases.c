@@ -8,7 +8,7 @@
  *                                      environment, changed between connects
  *   pq_cases revoke CI ADMIN ROLE PW SECS  NOLOGIN, then a new password,
  *                                      each followed by SECS of waiting
- *                                      (0: NOLOGIN only)
+ *                                      (SECS below 0: NOLOGIN only, -SECS)
  *   pq_cases settings CI ADMIN DB SECS ALTER DATABASE / ROLE ... SET
  *   pq_cases dropdb CI ADMIN           DROP DATABASE, CREATE DATABASE ...
  *                                      TEMPLATE, DROP ... WITH (FORCE) of
@@ -127,6 +127,8 @@ static int cmd_envcred(const char *ci, const char *user2, const char *pw2) {
 static int cmd_revoke(const char *ci, const char *adm, const char *role,
                       const char *pw, double secs) {
     char sql[512], who[256], newpw[256];
+    int nologin_only = secs < 0;
+    secs = secs < 0 ? -secs : secs;
     snprintf(who, sizeof(who), "user=%s password=%s", role, pw);
     snprintf(newpw, sizeof(newpw), "user=%s password=%s-new", role, pw);
     printf("result: revoke");
@@ -138,7 +140,7 @@ static int cmd_revoke(const char *ci, const char *adm, const char *role,
     snprintf(sql, sizeof(sql), "ALTER ROLE %s LOGIN", role);
     admin(adm, sql);
     one("login_again", ci, who, "SELECT current_user");
-    if (secs <= 0) { /* NOLOGIN only: a new password needs the bound */
+    if (nologin_only) { /* a new password needs the longer bound */
         printf("\n");
         return 0;
     }

@@ -191,13 +191,14 @@ grep -q 'nologin=refused login_again=tp_carol old_password=refused new_password=
 both settings TETHER_PRELOAD_MAX_AGE=1s -- settings "$ci" "$admin" "$PGC_DB" 1.3
 grep -q 'database_set=11MB again=11MB role_set=13MB' "$work/settings.preload" &&
   check "settings: ALTER DATABASE and ALTER ROLE ... SET seen" || fail "settings: $(results settings.preload)"
-# ... and at once, by the server check at checkout, with the default bound.
-both settings_now -- settings "$ci" "$admin" "$PGC_DB" 0
+# ... and within TETHER_PRELOAD_RECHECK (100 ms) by the server check at
+# checkout, with the default bound (10 s).
+both settings_now -- settings "$ci" "$admin" "$PGC_DB" 0.3
 grep -q 'database_set=11MB again=11MB role_set=13MB' "$work/settings_now.preload" &&
-  check "settings: seen by the next connect" || fail "settings at once: $(results settings_now.preload)"
-both nologin_now -- revoke "$noauth" "$admin" tp_carol tp-carol-pw 0
+  check "settings: seen by the connects after 0.3 s" || fail "settings at once: $(results settings_now.preload)"
+both nologin_now -- revoke "$noauth" "$admin" tp_carol tp-carol-pw -0.3
 grep -q 'nologin=refused login_again=tp_carol' "$work/nologin_now.preload" &&
-  check "revoke: NOLOGIN refused by the next connect" || fail "NOLOGIN at once: $(results nologin_now.preload)"
+  check "revoke: NOLOGIN refused by the connects after 0.3 s" || fail "NOLOGIN at once: $(results nologin_now.preload)"
 # Databases the program has left can be dropped and used as a template.
 both dropdb -- dropdb "$ci" "$admin"
 grep -q 'drop=ok template=ok forced=ok after=ok' "$work/dropdb.preload" &&
