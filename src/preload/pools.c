@@ -51,7 +51,8 @@ static tp_pool *open_pool(const tp_conn *c) {
 /* unused: p has nothing reserved, no connection, and no use for EVICT_MS
  * (lock held: nobody can reserve it meanwhile). */
 static int unused(tp_pool *p, int64_t now) {
-    if (p->leased || now - p->used_ms < EVICT_MS)
+    if (__atomic_load_n(&p->leased, __ATOMIC_ACQUIRE) ||
+        now - p->used_ms < EVICT_MS)
         return 0;
     tether_pool_metrics m;
     tether_pool_metrics_get(p->pool, &m);

@@ -232,7 +232,7 @@ typedef struct tp_pool {
     char *key;
     tether_pool *pool;
     int max;
-    _Atomic int leased;
+    int leased;      /* __atomic_* */
     int64_t used_ms; /* last reserved (under the pools' lock) */
     /* The server's last answer (pool.c), under mu: */
     pthread_mutex_t mu;
