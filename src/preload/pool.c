@@ -114,6 +114,8 @@ static int ask(tp_pool *p, PGconn *pg) {
 static const char *server_check(tp_pool *p, PGconn *pg, int fresh) {
     int64_t now = tp_now_ms();
     pthread_mutex_lock(&p->mu);
+    if (fresh) /* it has just logged in: the role may, again */
+        p->may_login = 1;
     int due = !fresh && !p->checking &&
               now - p->checked_ms >= tp_config_get()->recheck_ms;
     p->checking |= due;

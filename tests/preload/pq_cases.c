@@ -124,6 +124,17 @@ static int cmd_envcred(const char *ci, const char *user2, const char *pw2) {
     return 0;
 }
 
+/* same_backend: two connects in a row had the same backend (pooled). */
+static int same_backend(const char *ci, const char *extra) {
+    int pid[2];
+    for (int i = 0; i < 2; i++) {
+        PGconn *pg = must_connect(ci, extra);
+        pid[i] = PQbackendPID(pg);
+        PQfinish(pg);
+    }
+    return pid[0] == pid[1];
+}
+
 static int cmd_revoke(const char *ci, const char *adm, const char *role,
                       const char *pw, double secs) {
     char sql[512], who[256], newpw[256];
@@ -142,6 +153,8 @@ static int cmd_revoke(const char *ci, const char *adm, const char *role,
     one("login_again", ci, who, "SELECT current_user");
     if (nologin_only) { /* a new password needs the longer bound */
         printf("\n");
+        printf("measure: revoke reused_after_login=%d\n",
+               same_backend(ci, who));
         return 0;
     }
     snprintf(sql, sizeof(sql), "ALTER ROLE %s PASSWORD '%s-new'", role, pw);

@@ -199,6 +199,8 @@ grep -q 'database_set=11MB again=11MB role_set=13MB' "$work/settings_now.preload
 both nologin_now -- revoke "$noauth" "$admin" tp_carol tp-carol-pw -0.3
 grep -q 'nologin=refused login_again=tp_carol' "$work/nologin_now.preload" &&
   check "revoke: NOLOGIN refused by the connects after 0.3 s" || fail "NOLOGIN at once: $(results nologin_now.preload)"
+equals "revoke: pooled again once the role may log in again" \
+  "$(measure nologin_now.preload reused_after_login)" 1
 # Databases the program has left can be dropped and used as a template.
 both dropdb -- dropdb "$ci" "$admin"
 grep -q 'drop=ok template=ok forced=ok after=ok' "$work/dropdb.preload" &&

@@ -9,7 +9,7 @@
 # the upstream tests of the same version, vendored in tests/preload/psycopg2
 # with their licence), vacuumdb -j 12, pgbench -c 12 (and -C, connect per
 # transaction, as a figure), and psql scripts that \c across two users.
-# Each short program runs 3 or 5 times each way, interleaved; the best wall time
+# Each short program runs 3 to 7 times each way, interleaved; the best wall time
 # of each way is compared (TETHER_PROGRAMS_RATIO, default 1.2).
 set -euo pipefail
 export LC_ALL=C
@@ -80,7 +80,7 @@ compare() {
 pgb=$(command -v pgbench)
 if want pgbench; then
 pgbench_filter() { grep -E 'number of (transactions actually processed|failed)|number of clients|^transaction type'; }
-compare pgbench_c12 3 pgbench_filter "$pgb" -n -S -c 12 -j 2 -t 2000
+compare pgbench_c12 5 pgbench_filter "$pgb" -n -S -c 12 -j 2 -t 2000
 compare pgbench_C8 1 pgbench_filter "$pgb" -n -S -C -c 8 -j 2 -t 100
 for f in "$work"/pgbench_*.[0-9]; do
   echo "measure: $(basename "$f") $(grep -E '^tps' "$f" | head -1)"
@@ -125,7 +125,7 @@ done
 SH
 chmod +x "$work/psql_two.sh"
 cat_filter() { cat; }
-compare psql_two_users 5 cat_filter "$work/psql_two.sh"
+compare psql_two_users 7 cat_filter "$work/psql_two.sh"
 grep -q '^tp_other|t|4MB$' "$work/psql_two_users.preload.1" &&
   check "psql: the second user sees none of the first one's session" ||
   fail "psql: $(head -8 "$work/psql_two_users.preload.1" | tr '\n' ' ')"
