@@ -80,7 +80,7 @@ compare() {
 pgb=$(command -v pgbench)
 if want pgbench; then
 pgbench_filter() { grep -E 'number of (transactions actually processed|failed)|number of clients|^transaction type'; }
-compare pgbench_c12 5 pgbench_filter "$pgb" -n -S -c 12 -j 2 -t 2000
+compare pgbench_c12 5 pgbench_filter "$pgb" -n -S -c 12 -j 2 -t 6000
 compare pgbench_C8 1 pgbench_filter "$pgb" -n -S -C -c 8 -j 2 -t 100
 for f in "$work"/pgbench_*.[0-9]; do
   echo "measure: $(basename "$f") $(grep -E '^tps' "$f" | head -1)"
