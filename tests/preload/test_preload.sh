@@ -208,8 +208,9 @@ grep -q 'drop=ok template=ok forced=ok after=ok' "$work/dropdb.preload" &&
 # More connections held at once than the pool's maximum: no waiting.
 both hold TETHER_PRELOAD_WAIT=3s -- hold "$ci" 12
 held=$(measure hold.preload seconds)
-awk -v s="$held" 'BEGIN { exit !(s != "" && s < 2) }' &&
-  check "hold: 12 connections held with a pool of 2 in ${held}s" || fail "hold: ${held}s (want < 2 s)"
+# (less than one TETHER_PRELOAD_WAIT in all: one wait would be 3 s)
+awk -v s="$held" 'BEGIN { exit !(s != "" && s < 3) }' &&
+  check "hold: 12 connections held with a pool of 2 in ${held}s" || fail "hold: ${held}s (want < 3 s)"
 # Many pools: idle connections across them are capped.
 both apps -- apps "$ci" 40
 at_most "apps: the user's backends after 40 pools were used" "$(measure apps.preload backends_after)" 11
