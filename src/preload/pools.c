@@ -6,8 +6,13 @@
  * maximum: beyond, the program holds them all). A pool with nothing
  * reserved and no connection, unused for EVICT_MS, is closed (scanned at
  * most once a second), so that a program that connects with ever new
- * strings (an application_name per connect) does not gather pools. In a
- * child after fork the parent's pools are abandoned, never touched. */
+ * strings (an application_name per connect) does not gather pools. A
+ * pool of which the program has held no connection for RELEASE_MS closes
+ * its idle connections (on tether's ticker thread, every 100 ms), so that
+ * a database the program has left can be dropped (docs/preload.md, "Idle
+ * connections and DROP DATABASE"). In a child after fork the parent's
+ * pools are abandoned, never touched. */
+#include "internal.h"
 #include "preload.h"
 
 #include <pthread.h>
@@ -16,10 +21,36 @@
 
 #define NBUCKETS 256
 #define EVICT_MS 10000
+#define RELEASE_MS 250
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static tp_pool *buckets[NBUCKETS];
 static int64_t next_scan_ms;
+static tether__tick_sub tick_sub;
+static int subscribed;
+
+/* release_idle: on the ticker thread, every 10th tick. The pools' lock is
+ * only tried: fork's prepare holds it while it waits for the ticker's. A
+ * pool is cleared (its idle connections closed now) when nothing of it is
+ * reserved and the last reservation ended RELEASE_MS ago. */
+static void release_idle(void *ctx, unsigned tick) {
+    (void)ctx;
+    if (tick % 10 || pthread_mutex_trylock(&lock) != 0)
+        return;
+    int64_t now = tp_now_ms();
+    for (size_t b = 0; b < NBUCKETS; b++)
+        for (tp_pool *p = buckets[b]; p; p = p->next) {
+            tether_pool_metrics m;
+            if (__atomic_load_n(&p->leased, __ATOMIC_ACQUIRE) ||
+                now - __atomic_load_n(&p->released_ms, __ATOMIC_ACQUIRE) <
+                    RELEASE_MS)
+                continue;
+            tether_pool_metrics_get(p->pool, &m);
+            if (m.idle > 0)
+                tether_pool_clear(p->pool);
+        }
+    pthread_mutex_unlock(&lock);
+}
 
 static size_t bucket(const char *key) {
     uint64_t h = 1469598103934665603ull;
@@ -102,6 +133,11 @@ tp_pool *tp_pools_reserve(const tp_conn *c, int *full) {
     if (!p && (p = open_pool(c)) != NULL) {
         p->next = buckets[b];
         buckets[b] = p;
+        if (!subscribed) {
+            tick_sub = (tether__tick_sub){release_idle, NULL, NULL};
+            tether__ticker_subscribe(&tick_sub);
+            subscribed = 1;
+        }
     }
     if (p && __atomic_load_n(&p->leased, __ATOMIC_ACQUIRE) >= p->max)
         *full = 1;
@@ -115,6 +151,7 @@ tp_pool *tp_pools_reserve(const tp_conn *c, int *full) {
 }
 
 void tp_pools_unreserve(tp_pool *p) {
+    __atomic_store_n(&p->released_ms, tp_now_ms(), __ATOMIC_RELEASE);
     __atomic_fetch_sub(&p->leased, 1, __ATOMIC_ACQ_REL);
 }
 
@@ -129,5 +166,6 @@ void tp_pools_unlock(void) {
 void tp_pools_fork_child(void) {
     memset(buckets, 0, sizeof(buckets)); /* the parent's: abandoned */
     next_scan_ms = 0;
+    subscribed = 0; /* the ticker forgot its subscribers */
     pthread_mutex_init(&lock, NULL);
 }

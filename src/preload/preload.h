@@ -232,8 +232,9 @@ typedef struct tp_pool {
     char *key;
     tether_pool *pool;
     int max;
-    int leased;      /* __atomic_* */
-    int64_t used_ms; /* last reserved (under the pools' lock) */
+    int leased;          /* __atomic_* */
+    int64_t used_ms;     /* last reserved (under the pools' lock) */
+    int64_t released_ms; /* last reservation ended (__atomic_*) */
     /* The server's last answer (pool.c), under mu: */
     pthread_mutex_t mu;
     int checking;       /* a thread is asking */

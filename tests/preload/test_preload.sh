@@ -205,6 +205,13 @@ both dropdb -- dropdb "$ci" "$admin"
 grep -q 'drop=ok template=ok forced=ok after=ok' "$work/dropdb.preload" &&
   check "dropdb: DROP DATABASE, CREATE ... TEMPLATE and DROP ... WITH (FORCE) of databases left" ||
   fail "dropdb: $(results dropdb.preload)"
+for what in drop template; do # the server waits up to 5 s; plain: no wait
+  s=$(measure dropdb.preload "${what}_s")
+  p=$(measure dropdb.plain "${what}_s")
+  awk -v s="$s" -v p="$p" 'BEGIN { exit !(s != "" && s < p + 1) }' &&
+    check "dropdb: $what in ${s}s (plain ${p}s)" ||
+    fail "dropdb: $what took '${s}'s (plain ${p}s; want less than 1 s more)"
+done
 # More connections held at once than the pool's maximum: no waiting.
 both hold TETHER_PRELOAD_WAIT=3s -- hold "$ci" 12
 held=$(measure hold.preload seconds)
