@@ -18,18 +18,21 @@
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
+/* The locks in their one order: the ticker's (its thread runs the pools'
+ * housekeeping, which closes connections: the table's lock), the pools',
+ * the table's, the log's. */
 static void fork_prepare(void) {
+    tether__ticker_fork_prepare();
     tp_pools_lock();
     tp_table_lock();
-    tether__ticker_fork_prepare();
     tether__log_fork_prepare();
 }
 
 static void fork_parent(void) {
     tether__log_fork_parent();
-    tether__ticker_fork_parent();
     tp_table_unlock();
     tp_pools_unlock();
+    tether__ticker_fork_parent();
 }
 
 static void fork_child(void) {

@@ -59,7 +59,7 @@ static size_t bucket(const char *key) {
     return (size_t)(h % NBUCKETS);
 }
 
-/* open_pool makes the pool for c (lock held). */
+/* open_pool makes the pool for c (without the lock). */
 static tp_pool *open_pool(const tp_conn *c) {
     tp_pool *p = calloc(1, sizeof(*p));
     tether_error err = {0};
@@ -120,33 +120,64 @@ static void destroy(tp_pool *list) {
     }
 }
 
+/* find returns the pool for key in bucket b (lock held), or NULL. */
+static tp_pool *find(size_t b, const char *key) {
+    tp_pool *p = buckets[b];
+    while (p && strcmp(p->key, key))
+        p = p->next;
+    return p;
+}
+
+/* reserve takes one of p's connections for a connect (lock held); 0, or
+ * -1 when the program holds them all. */
+static int reserve(tp_pool *p, int64_t now) {
+    p->used_ms = now;
+    if (__atomic_load_n(&p->leased, __ATOMIC_ACQUIRE) >= p->max)
+        return -1;
+    __atomic_fetch_add(&p->leased, 1, __ATOMIC_ACQ_REL);
+    return 0;
+}
+
+/* subscribe puts release_idle on the ticker once per process (never with
+ * the pools' lock held: the ticker's lock comes first, as in fork). */
+static void subscribe(void) {
+    if (__atomic_exchange_n(&subscribed, 1, __ATOMIC_ACQ_REL))
+        return;
+    tick_sub = (tether__tick_sub){release_idle, NULL, NULL};
+    tether__ticker_subscribe(&tick_sub);
+}
+
+/* A pool is opened (and one that is no longer used, destroyed) without
+ * the pools' lock: opening one subscribes it to the ticker, whose lock
+ * is taken before the pools' one (fork, release_idle). Two threads may
+ * open one for the same key: the second to insert destroys its own. */
 tp_pool *tp_pools_reserve(const tp_conn *c, int *full) {
     size_t b = bucket(c->key);
     int64_t now = tp_now_ms();
-    tp_pool *gone = NULL;
-    *full = 0;
+    tp_pool *gone = NULL, *fresh = NULL;
     pthread_mutex_lock(&lock);
     evict(now, &gone);
-    tp_pool *p = buckets[b];
-    while (p && strcmp(p->key, c->key))
-        p = p->next;
-    if (!p && (p = open_pool(c)) != NULL) {
-        p->next = buckets[b];
-        buckets[b] = p;
-        if (!subscribed) {
-            tick_sub = (tether__tick_sub){release_idle, NULL, NULL};
-            tether__ticker_subscribe(&tick_sub);
-            subscribed = 1;
+    tp_pool *p = find(b, c->key);
+    if (!p) {
+        pthread_mutex_unlock(&lock);
+        destroy(gone);
+        gone = NULL;
+        *full = 0;
+        if (!(fresh = open_pool(c)))
+            return NULL;
+        subscribe();
+        pthread_mutex_lock(&lock);
+        if (!(p = find(b, c->key))) {
+            p = fresh;
+            p->next = buckets[b];
+            buckets[b] = p;
+            fresh = NULL;
         }
     }
-    if (p && __atomic_load_n(&p->leased, __ATOMIC_ACQUIRE) >= p->max)
-        *full = 1;
-    else if (p)
-        __atomic_fetch_add(&p->leased, 1, __ATOMIC_ACQ_REL);
-    if (p)
-        p->used_ms = now;
+    *full = reserve(p, now) != 0;
     pthread_mutex_unlock(&lock);
     destroy(gone);
+    destroy(fresh);
     return *full ? NULL : p;
 }
 
@@ -166,6 +197,7 @@ void tp_pools_unlock(void) {
 void tp_pools_fork_child(void) {
     memset(buckets, 0, sizeof(buckets)); /* the parent's: abandoned */
     next_scan_ms = 0;
-    subscribed = 0; /* the ticker forgot its subscribers */
+    __atomic_store_n(&subscribed, 0, __ATOMIC_RELEASE); /* the ticker forgot
+                                                          its subscribers */
     pthread_mutex_init(&lock, NULL);
 }
