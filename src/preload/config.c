@@ -1,7 +1,8 @@
 /* config.c - the preload's settings, read once from the environment
- * (docs/preload.md). A bad value turns the preload off with a message
- * naming the variable: a program that knows nothing of tether keeps
- * working as it did. */
+ * (docs/preload.md, "Configuration"). A bad value, an empty one included,
+ * turns the preload off with a message naming the variable and the value:
+ * a program that knows nothing of tether keeps working as it did, and
+ * nothing is ever taken silently for a default. */
 #include "internal.h"
 #include "preload.h"
 
@@ -14,11 +15,6 @@
 
 static tp_config cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
-
-static const char *env(const char *name) {
-    const char *v = getenv(name);
-    return v && *v ? v : NULL;
-}
 
 static int bad(const char *name, const char *val, const char *want) {
     fprintf(stderr,
@@ -39,50 +35,77 @@ static int is_on(const char *v) {
            !strcasecmp(v, "true") || !strcasecmp(v, "yes");
 }
 
-static void read_duration(const char *name, const char *def, char *out,
-                          size_t cap) {
-    const char *v = env(name);
-    int64_t ms;
+/* read_switch: an on/off variable; unset gives def. */
+static int read_switch(const char *name, int def) {
+    const char *v = getenv(name);
     if (!v)
-        v = def;
-    if (strlen(v) >= cap || tether_duration_parse(v, &ms) != 0)
-        bad(name, v, "a duration such as 250ms, 30s or 5m");
-    else
-        snprintf(out, cap, "%s", v);
+        return def;
+    if (is_on(v) || is_off(v))
+        return is_on(v);
+    bad(name, v, "on or off");
+    return def;
 }
 
-static void read_max(void) {
-    const char *v = env("TETHER_PRELOAD_POOL_MAX");
-    cfg.pool_max = 10;
+/* read_duration: a duration above 0 (tether_duration_parse), kept as text
+ * for the pool's keywords and in ms. */
+static void read_duration(const char *name, const char *def, char *out,
+                          size_t cap, int64_t *ms) {
+    const char *v = getenv(name);
     if (!v)
-        return;
-    char *end;
+        v = def;
+    if (strlen(v) >= cap || tether_duration_parse(v, ms) != 0 || *ms <= 0) {
+        bad(name, v, "a duration above 0 such as 250ms, 30s or 5m");
+        tether_duration_parse(def, ms);
+        v = def;
+    }
+    snprintf(out, cap, "%s", v);
+}
+
+/* read_int: an integer in [lo, hi]; unset gives def. */
+static int read_int(const char *name, int def, long lo, long hi) {
+    const char *v = getenv(name);
+    if (!v)
+        return def;
+    char *end, want[64];
     long n = strtol(v, &end, 10);
-    if (*end || n < 1 || n > 100000)
-        bad("TETHER_PRELOAD_POOL_MAX", v, "an integer from 1 to 100000");
-    else
-        cfg.pool_max = (int)n;
+    if (*v && !*end && n >= lo && n <= hi)
+        return (int)n;
+    snprintf(want, sizeof(want), "an integer from %ld to %ld", lo, hi);
+    bad(name, v, want);
+    return def;
+}
+
+static void read_match(void) {
+    cfg.match = getenv("TETHER_PRELOAD_MATCH");
+    if (!cfg.match)
+        cfg.match = "*";
+    else if (!*cfg.match)
+        bad("TETHER_PRELOAD_MATCH", "",
+            "shell patterns separated by |; unset to pool every string");
+    else if (strlen(cfg.match) >= 1024)
+        bad("TETHER_PRELOAD_MATCH", "(longer than 1023 bytes)",
+            "a shorter list of patterns");
 }
 
 static void load(void) {
-    const char *v = env("TETHER_PRELOAD");
-    if (v && !is_off(v) && !is_on(v))
-        bad("TETHER_PRELOAD", v, "on or off");
-    else if (v && is_off(v))
-        cfg.off = 1;
-    v = env("TETHER_PRELOAD_LOG");
-    cfg.log = v && is_on(v);
-    read_max();
-    read_duration("TETHER_PRELOAD_IDLE_TIMEOUT", "60s", cfg.idle,
-                  sizeof(cfg.idle));
-    read_duration("TETHER_PRELOAD_WAIT", "30s", cfg.wait, sizeof(cfg.wait));
-    v = getenv("TETHER_PRELOAD_RESET_QUERY"); /* set and empty: none */
+    cfg.off = !read_switch("TETHER_PRELOAD", 1);
+    cfg.log = read_switch("TETHER_PRELOAD_LOG", 0);
+    cfg.pool_max = read_int("TETHER_PRELOAD_POOL_MAX", 10, 1, 100000);
+    cfg.idle_max = read_int("TETHER_PRELOAD_IDLE_MAX", 10, 1, 100000);
+    int64_t ms;
+    read_duration("TETHER_PRELOAD_IDLE_TIMEOUT", "1s", cfg.idle,
+                  sizeof(cfg.idle), &ms);
+    read_duration("TETHER_PRELOAD_WAIT", "30s", cfg.wait, sizeof(cfg.wait),
+                  &ms);
+    read_duration("TETHER_PRELOAD_MAX_AGE", "10s", cfg.max_age,
+                  sizeof(cfg.max_age), &cfg.max_age_ms);
+    read_duration("TETHER_PRELOAD_RECHECK", "100ms", cfg.recheck,
+                  sizeof(cfg.recheck), &cfg.recheck_ms);
+    const char *v = getenv("TETHER_PRELOAD_RESET_QUERY"); /* empty: none */
     cfg.reset = !v ? "DISCARD ALL" : !strcasecmp(v, "none") ? "" : v;
     if (strchr(cfg.reset, '\n'))
         bad("TETHER_PRELOAD_RESET_QUERY", "(a line break)", "one line");
-    cfg.match = env("TETHER_PRELOAD_MATCH");
-    if (!cfg.match)
-        cfg.match = "*";
+    read_match();
 }
 
 const tp_config *tp_config_get(void) {

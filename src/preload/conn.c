@@ -1,10 +1,12 @@
 /* conn.c - connection strings for the preload: the arrays of
  * PQconnectdbParams and the arguments of PQsetdbLogin rendered as one
  * key=value string (libpq's rules: empty values ignored, later keywords
- * win, a dbname holding a connection string expanded in place), then the
- * form the pool opens (the environment's defaults added as tether
- * keywords the program did not set), the masked display form and a
- * libpq-only form for connects that pass through. */
+ * win, a dbname holding a connection string expanded in place); what
+ * libpq would connect with (that string and what libpq takes from the
+ * environment, creds.c); the form the pool opens (the preload's defaults
+ * added as tether keywords the program did not set); the pool's key
+ * (secrets hashed, docs/preload.md "Which pool"); the masked display form
+ * and a libpq-only form for connects that pass through. */
 #include "conninfo.h"
 #include "preload.h"
 
@@ -14,14 +16,9 @@
 #include <string.h>
 #include <strings.h>
 
-/* A growing string; on allocation failure ok becomes 0. */
-typedef struct sbuf {
-    char *s;
-    size_t n, cap;
-    int ok;
-} sbuf;
+typedef tp_sb sbuf;
 
-static void sb_put(sbuf *b, const char *s, size_t n) {
+void tp_sb_put(sbuf *b, const char *s, size_t n) {
     if (!b->ok)
         return;
     if (b->n + n + 1 > b->cap) {
@@ -39,30 +36,34 @@ static void sb_put(sbuf *b, const char *s, size_t n) {
     b->s[b->n] = '\0';
 }
 
-static void sb_str(sbuf *b, const char *s) {
-    sb_put(b, s, strlen(s));
+void tp_sb_str(sbuf *b, const char *s) {
+    tp_sb_put(b, s, strlen(s));
 }
 
-/* sb_kv appends " key='value'" with ' and \ escaped. */
-static void sb_kv(sbuf *b, const char *key, const char *val) {
-    sb_str(b, b->n ? " " : "");
-    sb_str(b, key);
-    sb_str(b, "='");
+void tp_sb_kv(sbuf *b, const char *key, const char *val) {
+    tp_sb_str(b, b->n ? " " : "");
+    tp_sb_str(b, key);
+    tp_sb_str(b, "='");
     for (const char *p = val; *p; p++) {
         if (*p == '\'' || *p == '\\')
-            sb_put(b, "\\", 1);
-        sb_put(b, p, 1);
+            tp_sb_put(b, "\\", 1);
+        tp_sb_put(b, p, 1);
     }
-    sb_str(b, "'");
+    tp_sb_str(b, "'");
 }
 
-static char *sb_done(sbuf *b) {
+char *tp_sb_done(sbuf *b) {
     if (!b->ok || !b->s) {
         free(b->s);
         return b->ok ? strdup("") : NULL;
     }
     return b->s;
 }
+
+#define sb_put tp_sb_put
+#define sb_str tp_sb_str
+#define sb_kv tp_sb_kv
+#define sb_done tp_sb_done
 
 static int is_uri(const char *s) {
     return !strncmp(s, "postgresql://", 13) || !strncmp(s, "postgres://", 11);
@@ -148,6 +149,15 @@ static int is_tether_kw(const char *key) {
     return k == TETHER__KW_CONNECTOR || k == TETHER__KW_POOL;
 }
 
+/* without_tether: ci without tether's keywords (NULL when out of memory). */
+static char *without_tether(const tether__conninfo *ci) {
+    sbuf b = {NULL, 0, 0, 1};
+    for (size_t i = 0; i < ci->n; i++)
+        if (!is_tether_kw(ci->kv[i].key))
+            sb_kv(&b, ci->kv[i].key, ci->kv[i].val);
+    return sb_done(&b);
+}
+
 /* libpq_form: ci without tether's keywords, or NULL when it has none. */
 static char *libpq_form(const tether__conninfo *ci, int *failed) {
     int any = 0;
@@ -155,11 +165,7 @@ static char *libpq_form(const tether__conninfo *ci, int *failed) {
         any |= is_tether_kw(ci->kv[i].key);
     if (!any)
         return NULL;
-    sbuf b = {NULL, 0, 0, 1};
-    for (size_t i = 0; i < ci->n; i++)
-        if (!is_tether_kw(ci->kv[i].key))
-            sb_kv(&b, ci->kv[i].key, ci->kv[i].val);
-    char *s = sb_done(&b);
+    char *s = without_tether(ci);
     *failed = !s;
     return s;
 }
@@ -184,38 +190,128 @@ static char *pooled_form(const tether__conninfo *ci, const tp_config *cfg) {
     return sb_done(&b);
 }
 
+/* key_form: eff with every secret value replaced by its keyed hash, then
+ * the password file's identity. NULL (with *why) when not to be pooled. */
+static char *key_form(const tether__conninfo *eff, const char **why) {
+    sbuf b = {NULL, 0, 0, 1};
+    char h[33];
+    for (size_t i = 0; i < eff->n; i++) {
+        const char *k = eff->kv[i].key, *v = eff->kv[i].val;
+        if (tether__conninfo_secret(k, v)) {
+            tp_hash_hex(v, h);
+            sb_kv(&b, k, h);
+        } else {
+            sb_kv(&b, k, v);
+        }
+    }
+    if (tp_creds_passfile(eff, &b, why) != 0) {
+        free(b.s);
+        return NULL;
+    }
+    return sb_done(&b);
+}
+
+/* effective parses what libpq would connect with: ci and what libpq takes
+ * from the environment. Returns 0, or -1 (*why set when it is not known). */
+static int effective(const tether__conninfo *ci, tether__conninfo *eff,
+                     const char **why) {
+    sbuf b = {NULL, 0, 0, 1};
+    char *base = tether__conninfo_dup(ci, 0);
+    if (base)
+        sb_str(&b, base);
+    free(base);
+    if (!base || tp_creds_add(ci, &b, why) != 0) {
+        free(b.s);
+        return -1;
+    }
+    char *s = sb_done(&b);
+    tether_error err = {0};
+    int rc = s ? tether__conninfo_parse(s, eff, &err) : -1;
+    free(s);
+    if (rc != 0 && !*why)
+        *why = "the environment's values cannot be parsed";
+    return rc != 0 ? -1 : 0;
+}
+
+/* service: a service file names settings the preload does not read. */
+static int service(const tether__conninfo *eff) {
+    const char *v = tether__conninfo_get(eff, "service");
+    return v && *v;
+}
+
+/* session fills what a pooled connection's session must be: libpq's
+ * PQuser, PQdb (the user's name when none is given) and PQoptions. */
+static int session(const tether__conninfo *eff, tp_conn *c) {
+    const char *u = tether__conninfo_get(eff, "user");
+    const char *d = tether__conninfo_get(eff, "dbname");
+    const char *o = tether__conninfo_get(eff, "options");
+    c->user = strdup(u ? u : "");
+    c->db = strdup(d && *d ? d : u ? u : "");
+    c->options = strdup(o ? o : "");
+    return c->user && c->db && c->options ? 0 : -1;
+}
+
+/* decide fills c's pooled form and key from eff, or logs why not. */
+static void decide(const tether__conninfo *eff, const tp_config *cfg,
+                   tp_conn *c) {
+    const char *why = NULL;
+    if (cfg->off)
+        tp_log("off: not pooled: %s", c->display);
+    else if (replication(eff))
+        tp_log("replication connection, not pooled: %s", c->display);
+    else if (service(eff))
+        tp_log("a service (service= or PGSERVICE) is used, whose file the "
+               "preload does not read: not pooled: %s",
+               c->display);
+    else if (!matches(c->display, cfg->match))
+        tp_log("no match in TETHER_PRELOAD_MATCH, not pooled: %s", c->display);
+    else if (!(c->key = key_form(eff, &why)))
+        tp_log("%s: not pooled: %s", why ? why : "out of memory", c->display);
+    else if (!(c->pooled = pooled_form(eff, cfg)) ||
+             !(c->asked = without_tether(eff)) || session(eff, c) != 0) {
+        free(c->pooled);
+        free(c->key);
+        c->pooled = c->key = NULL;
+    }
+}
+
 int tp_conn_prepare(const char *conninfo, tp_conn *c) {
     memset(c, 0, sizeof(*c));
     const tp_config *cfg = tp_config_get();
-    tether__conninfo ci;
+    tether__conninfo ci, eff = {0};
     tether_error err = {0};
+    const char *why = NULL;
     int failed = 0;
     if (tether__conninfo_parse(conninfo ? conninfo : "", &ci, &err) != 0) {
         tp_log("not pooled: %s", err.message);
         tether__conninfo_free(&ci);
         return -1;
     }
-    c->display = tether__conninfo_dup(&ci, 1);
     c->libpq = libpq_form(&ci, &failed);
+    int known = effective(&ci, &eff, &why) == 0;
+    c->display = tether__conninfo_dup(known ? &eff : &ci, 1);
     if (!c->display || failed) {
         tether__conninfo_free(&ci);
+        tether__conninfo_free(&eff);
         tp_conn_free(c);
         return -1;
     }
-    if (cfg->off)
-        tp_log("off: not pooled: %s", c->display);
-    else if (replication(&ci))
-        tp_log("replication connection, not pooled: %s", c->display);
-    else if (!matches(c->display, cfg->match))
-        tp_log("no match in TETHER_PRELOAD_MATCH, not pooled: %s", c->display);
+    if (known)
+        decide(&eff, cfg, c);
     else
-        c->pooled = pooled_form(&ci, cfg);
+        tp_log("%s: not pooled: %s", why ? why : "?", c->display);
     tether__conninfo_free(&ci);
+    tether__conninfo_free(&eff);
     return 0;
 }
 
 void tp_conn_free(tp_conn *c) {
     free(c->pooled);
+    free(c->key);
+    free(c->asked);
+    free(c->user);
+    free(c->db);
+    free(c->options);
     free(c->display);
     free(c->libpq);
     memset(c, 0, sizeof(*c));

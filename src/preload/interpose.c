@@ -10,6 +10,7 @@
 #include "preload.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* pass_str connects through libpq: fn is the real PQconnectdb or
  * PQconnectStart, given the string without tether's keywords when the
@@ -144,7 +145,7 @@ TP_EXPORT void PQreset(PGconn *conn) {
     if (tp_real_resolve())
         return;
     if (!tp_passing && conn)
-        tp_table_taint(conn);
+        tp_table_taint(conn, "the program reset it (PQreset)");
     tp_passing++;
     tp_real.reset(conn);
     tp_passing--;
@@ -154,7 +155,7 @@ TP_EXPORT int PQresetStart(PGconn *conn) {
     if (tp_real_resolve())
         return 0;
     if (!tp_passing && conn)
-        tp_table_taint(conn);
+        tp_table_taint(conn, "the program reset it (PQreset)");
     tp_passing++;
     int ok = tp_real.reset_start(conn);
     tp_passing--;
@@ -190,4 +191,101 @@ TP_EXPORT PGPing PQpingParams(const char *const *keywords,
     PGPing r = tp_real.ping_params(keywords, values, expand_dbname);
     tp_passing--;
     return r;
+}
+
+/* PQconninfo on a pooled PGconn tells what the program asked for (its
+ * string and what libpq took from the environment), not the single host
+ * the pool's connector reached: a program that reconnects from it (psql's
+ * \c) keeps its host list. Keywords the program left out show the pooled
+ * connection's values, but for hostaddr, which it never gave. */
+TP_EXPORT PQconninfoOption *PQconninfo(PGconn *conn) {
+    if (tp_real_resolve())
+        return NULL;
+    PQconninfoOption *real = tp_real.conninfo(conn);
+    PQconninfoOption *asked = conn ? tp_table_asked(conn) : NULL;
+    if (!asked || !real) {
+        PQconninfoFree(asked);
+        return real;
+    }
+    for (PQconninfoOption *a = asked; a->keyword; a++) {
+        PQconninfoOption *r = real;
+        while (r->keyword && strcmp(r->keyword, a->keyword))
+            r++;
+        if (!a->val && r->keyword && r->val && strcmp(a->keyword, "hostaddr"))
+            a->val = strdup(r->val);
+    }
+    PQconninfoFree(real);
+    return asked;
+}
+
+/* An event procedure on a pooled PGconn would outlive the program's
+ * PQfinish (PGEVT_CONNDESTROY would never come): such a connection is
+ * closed at PQfinish, which fires it. */
+TP_EXPORT int PQregisterEventProc(PGconn *conn, PGEventProc proc,
+                                  const char *name, void *passThrough) {
+    if (tp_real_resolve())
+        return 0;
+    if (conn)
+        tp_table_taint(conn, "an event procedure was registered on it");
+    return tp_real.register_event(conn, proc, name, passThrough);
+}
+
+/* watch: a statement that may make a custom setting marks its pooled
+ * PGconn to be closed at PQfinish (scan.c). */
+static void watch(PGconn *conn, const char *sql) {
+    if (conn && tp_sql_sets_custom(sql))
+        tp_table_taint(conn, "a custom setting (SET a.b, set_config) was "
+                             "made on it");
+}
+
+TP_EXPORT PGresult *PQexec(PGconn *conn, const char *query) {
+    if (tp_real_resolve())
+        return NULL;
+    watch(conn, query);
+    return tp_real.exec(conn, query);
+}
+
+TP_EXPORT int PQsendQuery(PGconn *conn, const char *query) {
+    if (tp_real_resolve())
+        return 0;
+    watch(conn, query);
+    return tp_real.send_query(conn, query);
+}
+
+TP_EXPORT PGresult *PQexecParams(PGconn *conn, const char *command, int n,
+                                 const Oid *types, const char *const *values,
+                                 const int *lengths, const int *formats,
+                                 int result_format) {
+    if (tp_real_resolve())
+        return NULL;
+    watch(conn, command);
+    return tp_real.exec_params(conn, command, n, types, values, lengths,
+                               formats, result_format);
+}
+
+TP_EXPORT int PQsendQueryParams(PGconn *conn, const char *command, int n,
+                                const Oid *types, const char *const *values,
+                                const int *lengths, const int *formats,
+                                int result_format) {
+    if (tp_real_resolve())
+        return 0;
+    watch(conn, command);
+    return tp_real.send_query_params(conn, command, n, types, values, lengths,
+                                     formats, result_format);
+}
+
+TP_EXPORT PGresult *PQprepare(PGconn *conn, const char *name, const char *query,
+                              int n, const Oid *types) {
+    if (tp_real_resolve())
+        return NULL;
+    watch(conn, query);
+    return tp_real.prepare(conn, name, query, n, types);
+}
+
+TP_EXPORT int PQsendPrepare(PGconn *conn, const char *name, const char *query,
+                            int n, const Oid *types) {
+    if (tp_real_resolve())
+        return 0;
+    watch(conn, query);
+    return tp_real.send_prepare(conn, name, query, n, types);
 }

@@ -1,45 +1,45 @@
-/* pool.c - the registry behind the preload (one pool per normalized
- * connection string and credentials: different users never share), made
- * on first use; fork (a child abandons its parent's registry without
- * touching it: no connection of the parent's is ever handed out, closed
- * or written to in the child, whose own connects make a new one); and the
- * checkout and give-back of a PGconn around the pool's own reset. */
+/* pool.c - the checkout and give-back of a PGconn around the pool's own
+ * reset (docs/preload.md, "What it does"), and fork (a child abandons its
+ * parent's pools without touching them: no connection of the parent's is
+ * ever handed out, closed or written to in the child, whose own connects
+ * make new ones). A connect never waits on the pool's size: when the
+ * program holds every connection of its pool, it goes to libpq directly.
+ * A connection older than TETHER_PRELOAD_MAX_AGE is closed at checkout,
+ * so that a revoked login or a changed password reaches the program within
+ * that bound; what the server can tell at once (the role may still log
+ * in, the database's and role's settings as of now) is asked at every
+ * checkout (docs/preload.md, "Revoked access and changed settings"). */
 #include "internal.h"
 #include "preload.h"
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
-static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static tether_registry *reg;
-static int reg_failed;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
+/* The locks in their one order: the ticker's (its thread runs the pools'
+ * housekeeping, which closes connections: the table's lock), the pools',
+ * the table's, the log's. */
 static void fork_prepare(void) {
-    pthread_mutex_lock(&reg_lock);
-    tp_table_lock();
     tether__ticker_fork_prepare();
+    tp_pools_lock();
+    tp_table_lock();
     tether__log_fork_prepare();
 }
 
 static void fork_parent(void) {
     tether__log_fork_parent();
-    tether__ticker_fork_parent();
     tp_table_unlock();
-    pthread_mutex_unlock(&reg_lock);
+    tp_pools_unlock();
+    tether__ticker_fork_parent();
 }
 
 static void fork_child(void) {
     tether__log_fork_child();
     tether__ticker_fork_child();
     tp_table_fork_child();
-    reg = NULL; /* the parent's: abandoned, never used or closed here */
-    reg_failed = 0;
-    pthread_mutex_init(&reg_lock, NULL);
-}
-
-static void install_fork_hooks(void) {
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    tp_pools_fork_child();
 }
 
 /* With TETHER_PRELOAD_LOG set, tether's own log (pools opening and
@@ -50,26 +50,10 @@ static void log_sink(void *ctx, tether_log_level level, const char *msg) {
     tp_log("tether %s: %s", level >= TETHER_LOG_WARN ? "warning" : "info", msg);
 }
 
-/* registry returns the process's registry, made on first use (NULL when it
- * cannot be made: connects then pass through). Never closed: at exit the
- * kernel closes the idle connections, as it would a program's own. */
-static tether_registry *registry(void) {
-    pthread_once(&fork_once, install_fork_hooks);
-    pthread_mutex_lock(&reg_lock);
-    if (!reg && !reg_failed) {
-        if (tp_config_get()->log)
-            tether_set_log(log_sink, NULL, TETHER_LOG_INFO);
-        tether_registry_opts o;
-        tether_registry_opts_init(&o);
-        tether_error err = {0};
-        if (tether_registry_create(&reg, &o, &err) != 0) {
-            tp_log("no registry: %s", err.message);
-            reg_failed = 1;
-        }
-    }
-    tether_registry *r = reg;
-    pthread_mutex_unlock(&reg_lock);
-    return r;
+static void setup(void) {
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    if (tp_config_get()->log)
+        tether_set_log(log_sink, NULL, TETHER_LOG_INFO);
 }
 
 /* checkout readies a pooled PGconn for the program: notifications that
@@ -84,37 +68,159 @@ static void checkout(PGconn *pg) {
  * NULL), learnt from the first pooled PGconn, before any program saw it. */
 static PQnoticeProcessor default_processor;
 
-PGconn *tp_pool_connect(const tp_conn *c) {
-    tether_registry *r = c->pooled ? registry() : NULL;
-    if (!r)
-        return NULL;
-    tether_lease *l = NULL;
-    tether_error err = {0};
-    int rc = tether_registry_acquire(r, c->pooled, -1, &l, &err);
-    if (rc != 0) {
-        tp_log("pool failed (%s), connecting without it: %s", err.message,
-               c->display);
-        return NULL;
-    }
-    PGconn *pg = tether_pq_conn(l);
+static void learn_processor(PGconn *pg) {
     if (tp_table_state(pg) == TP_NONE &&
         !__atomic_load_n(&default_processor, __ATOMIC_ACQUIRE))
         __atomic_store_n(&default_processor,
                          PQsetNoticeProcessor(pg, NULL, NULL),
                          __ATOMIC_RELEASE);
+}
+
+/* The server's view, as the session's own role sees it: may it still log
+ * in (and connect to this database), and the settings ALTER DATABASE /
+ * ALTER ROLE ... SET give a new session of it here. */
+static const char check_sql[] =
+    "SELECT r.rolcanlogin AND coalesce(r.rolvaliduntil > now(), true) "
+    "AND d.datallowconn AND has_database_privilege(d.oid, 'CONNECT'), "
+    "coalesce((SELECT string_agg(s.setdatabase || '/' || s.setrole || '/' "
+    "|| array_to_string(s.setconfig, ','), ';' ORDER BY s.setdatabase, "
+    "s.setrole) FROM pg_db_role_setting s WHERE s.setdatabase IN (0, d.oid) "
+    "AND s.setrole IN (0, r.oid)), '') "
+    "FROM pg_roles r, pg_database d "
+    "WHERE r.rolname = session_user AND d.datname = current_database()";
+
+/* ask runs the check on pg and records the answer in p. Returns -1 when
+ * the query failed (pg is then not to be handed out). */
+static int ask(tp_pool *p, PGconn *pg) {
+    PGresult *r = PQexec(pg, check_sql);
+    int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
+    char *fp = ok ? strdup(PQgetvalue(r, 0, 1)) : NULL;
+    pthread_mutex_lock(&p->mu);
+    if (fp) {
+        free(p->settings);
+        p->settings = fp;
+        p->may_login = !strcmp(PQgetvalue(r, 0, 0), "t");
+        p->checked_ms = tp_now_ms();
+    }
+    p->checking = 0;
+    pthread_mutex_unlock(&p->mu);
+    PQclear(r);
+    return fp ? 0 : -1;
+}
+
+/* server_check returns NULL when pg may be handed out, else why not. The
+ * server is asked on a reused connection at most once per
+ * TETHER_PRELOAD_RECHECK per pool (one thread at a time); pg is compared
+ * with the pool's last answer: may the role log in, and are the settings
+ * the same as when pg was first checked (a change made during its first
+ * use is seen within TETHER_PRELOAD_MAX_AGE only). */
+static const char *server_check(tp_pool *p, PGconn *pg, int fresh) {
+    int64_t now = tp_now_ms();
+    pthread_mutex_lock(&p->mu);
+    if (fresh) /* it has just logged in: the role may, again */
+        p->may_login = 1;
+    int due = !fresh && !p->checking &&
+              now - p->checked_ms >= tp_config_get()->recheck_ms;
+    p->checking |= due;
+    pthread_mutex_unlock(&p->mu);
+    if (due && ask(p, pg) != 0)
+        return "the server check failed";
+    pthread_mutex_lock(&p->mu);
+    const char *why =
+        p->checked_ms && !p->may_login
+            ? "the role may no longer log in (or connect to the database)"
+        : p->settings && tp_table_settings(pg, p->settings) != 0
+            ? "ALTER DATABASE or ALTER ROLE ... SET changed its settings"
+            : NULL;
+    pthread_mutex_unlock(&p->mu);
+    return why;
+}
+
+/* same: a and b equal, NULL as "". */
+static int same(const char *a, const char *b) {
+    return !strcmp(a ? a : "", b ? b : "");
+}
+
+/* checkout_check returns NULL when pg may be handed out, else why not: it
+ * must be the user, database and options asked for (the pool's own
+ * connects read the environment for keywords its string leaves out), no
+ * older than the bound, and, unless it was made for this connect, pass
+ * the server's check. */
+static const char *checkout_check(tp_pool *p, PGconn *pg, const tp_conn *c,
+                                  int fresh, int64_t born) {
+    if (!same(PQuser(pg), c->user) || !same(PQdb(pg), c->db) ||
+        !same(PQoptions(pg), c->options))
+        return "not the user, database or options asked for";
+    if (tp_now_ms() - born >= tp_config_get()->max_age_ms)
+        return "older than TETHER_PRELOAD_MAX_AGE";
+    return server_check(p, pg, fresh);
+}
+
+/* lease_fresh acquires from p a connection no older than the bound:
+ * older ones are closed (a new one authenticates again). NULL on failure
+ * (the caller connects through libpq, which reports the error). */
+static PGconn *lease_fresh(tp_pool *p, const tp_conn *c) {
+    for (int tries = 0; tries <= p->max + 1; tries++) {
+        tether_lease *l = NULL;
+        tether_error err = {0};
+        if (tether_pool_acquire(p->pool, -1, &l, &err) != 0) {
+            tp_log("pool failed (%s), connecting without it: %s", err.message,
+                   c->display);
+            return NULL;
+        }
+        PGconn *pg = tether_pq_conn(l);
+        learn_processor(pg);
+        char *asked = strdup(c->asked);
+        int fresh = tp_table_state(pg) == TP_NONE;
+        int64_t born = tp_table_lease(
+            pg, l, PQsetNoticeReceiver(pg, NULL, NULL), p, asked);
+        const char *why = checkout_check(p, pg, c, fresh, born);
+        if (!why)
+            return pg;
+        tp_slot s;
+        tp_table_finish(pg, &s);
+        free(s.asked);
+        tp_log("pooled connection closed at checkout: %s", why);
+        tether_lease_discard(l);
+        if (strncmp(why, "older", 5)) { /* the others are no better */
+            tether_pool_clear(p->pool);
+            return NULL;
+        }
+    }
+    return NULL;
+}
+
+PGconn *tp_pool_connect(const tp_conn *c) {
+    if (!c->pooled)
+        return NULL;
+    pthread_once(&setup_once, setup);
+    int full;
+    tp_pool *p = tp_pools_reserve(c, &full);
+    if (!p) {
+        if (full)
+            tp_log("the program holds all the connections of this pool: a "
+                   "connection of its own: %s",
+                   c->display);
+        return NULL;
+    }
+    PGconn *pg = lease_fresh(p, c);
+    if (!pg) {
+        tp_pools_unreserve(p);
+        return NULL;
+    }
     checkout(pg);
-    tp_table_lease(pg, l, PQsetNoticeReceiver(pg, NULL, NULL));
     tp_log("pooled connection (backend %d): %s", PQbackendPID(pg), c->display);
     return pg;
 }
 
 /* restore undoes what a program may have changed on its PGconn through
- * libpq calls that do not reach the server. Returns 0, or -1 when the
- * connection cannot be made as it was (its notice receiver was replaced:
- * the driver's own is needed). */
-static int restore(PGconn *pg, const tp_slot *s) {
+ * libpq calls that do not reach the server. Returns NULL, or why the
+ * connection cannot be made as it was. */
+static const char *restore(PGconn *pg, const tp_slot *s) {
     if (PQsetNoticeReceiver(pg, NULL, NULL) != s->rx)
-        return -1;
+        return "its notice receiver was replaced";
+    if (PQpipelineStatus(pg) != PQ_PIPELINE_OFF)
+        return "it is in pipeline mode";
     PQnoticeProcessor dp =
         __atomic_load_n(&default_processor, __ATOMIC_ACQUIRE);
     if (dp)
@@ -123,8 +229,8 @@ static int restore(PGconn *pg, const tp_slot *s) {
     PQsetErrorContextVisibility(pg, PQSHOW_CONTEXT_ERRORS);
     PQuntrace(pg);
     if (PQisnonblocking(pg) && PQsetnonblocking(pg, 0) != 0)
-        return -1;
-    return 0;
+        return "its non-blocking mode could not be undone";
+    return NULL;
 }
 
 int tp_pool_finish(PGconn *pg) {
@@ -138,12 +244,16 @@ int tp_pool_finish(PGconn *pg) {
     default: /* not the pool's, or inherited from a parent process */
         return 0;
     }
-    if (s.tainted || restore(pg, &s) != 0) {
-        tp_log("connection closed, not reused (reset or changed by the "
-               "program)");
+    free(s.asked);
+    const char *why = s.tainted ? s.tainted : restore(pg, &s);
+    if (!why && s.too_many_idle)
+        why = "TETHER_PRELOAD_IDLE_MAX idle connections are kept already";
+    if (why) {
+        tp_log("connection closed, not reused: %s", why);
         tether_lease_discard(s.lease);
     } else {
         tether_lease_release(s.lease); /* rollback, reset query, or close */
     }
+    tp_pools_unreserve(s.pool);
     return 1;
 }

@@ -5,14 +5,20 @@
  * Modules: real.c (libpq's own functions, found with dlsym(RTLD_NEXT), and
  * the pass-through guard), config.c (the TETHER_PRELOAD_* environment),
  * conn.c (connection strings: from the PQconnectdbParams arrays and
- * PQsetdbLogin arguments, the pooled form and the libpq-only form),
- * table.c (the PGconns the pool made and which of them are handed out),
- * pool.c (the registry, fork, acquire and give back), interpose.c (the
- * exported PQ* functions). */
+ * PQsetdbLogin arguments, the pooled form, the key and the libpq-only
+ * form), creds.c (what libpq takes from the environment and the password
+ * file; the keyed hash standing for a secret in a key), table.c (the
+ * PGconns the pool made and which of them are handed out), pools.c (the
+ * process's pools by key), pool.c (fork, acquire and give back),
+ * interpose.c (the exported PQ* functions). */
 #ifndef TETHER_PRELOAD_H
 #define TETHER_PRELOAD_H
 
+#include <libpq-events.h>
+#include <pthread.h>
 #include <libpq-fe.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "tether_pq.h"
 
@@ -38,6 +44,19 @@ typedef struct tp_real_fns {
     PostgresPollingStatusType (*reset_poll)(PGconn *);
     PGPing (*ping)(const char *);
     PGPing (*ping_params)(const char *const *, const char *const *, int);
+    PQconninfoOption *(*conninfo)(PGconn *);
+    int (*register_event)(PGconn *, PGEventProc, const char *, void *);
+    PGresult *(*exec)(PGconn *, const char *);
+    int (*send_query)(PGconn *, const char *);
+    PGresult *(*exec_params)(PGconn *, const char *, int, const Oid *,
+                             const char *const *, const int *, const int *,
+                             int);
+    int (*send_query_params)(PGconn *, const char *, int, const Oid *,
+                             const char *const *, const int *, const int *,
+                             int);
+    PGresult *(*prepare)(PGconn *, const char *, const char *, int,
+                         const Oid *);
+    int (*send_prepare)(PGconn *, const char *, const char *, int, const Oid *);
 } tp_real_fns;
 
 extern tp_real_fns tp_real;
@@ -58,11 +77,16 @@ void tp_real_PQfinish(PGconn *pg);
 /* ---- config.c ---------------------------------------------------------- */
 
 typedef struct tp_config {
-    int off;           /* TETHER_PRELOAD=off: everything passes through */
-    int log;           /* TETHER_PRELOAD_LOG=1: a line per decision */
-    int pool_max;      /* TETHER_PRELOAD_POOL_MAX, default 10 */
-    char idle[32];     /* TETHER_PRELOAD_IDLE_TIMEOUT, default "60s" */
-    char wait[32];     /* TETHER_PRELOAD_WAIT, default "30s" */
+    int off;          /* TETHER_PRELOAD=off: everything passes through */
+    int log;          /* TETHER_PRELOAD_LOG=1: a line per decision */
+    int pool_max;     /* TETHER_PRELOAD_POOL_MAX, default 10 */
+    int idle_max;     /* TETHER_PRELOAD_IDLE_MAX, default 10 */
+    char idle[32];    /* TETHER_PRELOAD_IDLE_TIMEOUT, default "1s" */
+    char wait[32];    /* TETHER_PRELOAD_WAIT, default "30s" */
+    char max_age[32]; /* TETHER_PRELOAD_MAX_AGE, default "10s" */
+    int64_t max_age_ms;
+    char recheck[32]; /* TETHER_PRELOAD_RECHECK, default "100ms" */
+    int64_t recheck_ms;
     const char *reset; /* TETHER_PRELOAD_RESET_QUERY, default DISCARD ALL;
                           "" for none */
     const char *match; /* TETHER_PRELOAD_MATCH, default "*" */
@@ -91,15 +115,32 @@ char *tp_conn_from_setdb(const char *host, const char *port,
                          const char *options, const char *dbname,
                          const char *user, const char *password);
 
-/* A program's connection string, parsed: the string to pool (tether's
+/* A growing string; on allocation failure ok becomes 0. */
+typedef struct tp_sb {
+    char *s;
+    size_t n, cap;
+    int ok;
+} tp_sb;
+void tp_sb_put(tp_sb *b, const char *s, size_t n);
+void tp_sb_str(tp_sb *b, const char *s);
+void tp_sb_kv(tp_sb *b, const char *key, const char *val); /* " k='v'" */
+char *tp_sb_done(tp_sb *b); /* the string (malloc'd) or NULL */
+
+/* A program's connection string, parsed: what libpq would connect with
+ * (the program's string, then what libpq takes from the environment for
+ * the keywords it leaves out), the string to pool (that, with tether's
  * defaults from the environment added where the program set none), the
- * masked display form (logs, TETHER_PRELOAD_MATCH) and whether it may be
- * pooled at all. */
+ * pool's key (the secrets hashed, the password file's identity added),
+ * the masked display form (logs, TETHER_PRELOAD_MATCH) and whether it may
+ * be pooled at all. */
 typedef struct tp_conn {
-    char *pooled;  /* NULL when not to be pooled */
-    char *display; /* masked, never a password */
-    char *libpq;   /* without tether's keywords, for a pass-through;
-                      NULL when the original string has none */
+    char *pooled; /* NULL when not to be pooled */
+    char *key;    /* the pool's key: never a secret in clear */
+    char *asked;  /* what libpq would connect with, libpq keywords only */
+    char *user, *db, *options; /* what the session must be */
+    char *display;             /* masked, never a password */
+    char *libpq;               /* without tether's keywords, for a pass-through;
+                                  NULL when the original string has none */
 } tp_conn;
 
 /* tp_conn_prepare fills c from conninfo. Returns 0 (c->pooled may still be
@@ -108,31 +149,111 @@ typedef struct tp_conn {
 int tp_conn_prepare(const char *conninfo, tp_conn *c);
 void tp_conn_free(tp_conn *c);
 
+struct tether__conninfo;
+
+/* ---- creds.c ----------------------------------------------------------- */
+
+/* tp_creds_add appends to b, for each keyword ci leaves out, the value
+ * libpq would take from the environment (PGUSER, PGPASSWORD, PGOPTIONS,
+ * ...; the user name of the process for user). Returns 0, or -1 with
+ * *why set when libpq would use what the preload cannot know. */
+int tp_creds_add(const struct tether__conninfo *ci, tp_sb *b, const char **why);
+
+/* tp_creds_passfile appends the identity of the password file libpq would
+ * read for eff (none when eff has a password) to b. Returns 0, or -1 with
+ * *why set when the file cannot be read. */
+int tp_creds_passfile(const struct tether__conninfo *eff, tp_sb *b,
+                      const char **why);
+
+/* tp_hash_hex writes a keyed hash of s (32 hex digits and a NUL) to out:
+ * the key is random per process, so the hash stands for a secret in a
+ * pool's key and says nothing outside this process. */
+void tp_hash_hex(const char *s, char out[33]);
+
+/* ---- scan.c ------------------------------------------------------------ */
+
+/* tp_sql_sets_custom returns 1 when sql may make a custom setting (SET
+ * a.b, set_config): a connection it ran on is not reused. */
+int tp_sql_sets_custom(const char *sql);
+
 /* ---- table.c ----------------------------------------------------------- */
 
 enum { TP_NONE = 0, TP_LEASED, TP_IDLE, TP_INHERITED };
 
+struct tp_pool;
+
 /* One PGconn the pool made, once handed out. */
 typedef struct tp_slot {
     PGconn *pg;
-    tether_lease *lease; /* while leased */
-    int state;           /* TP_LEASED, TP_IDLE or TP_INHERITED */
-    int tainted;         /* PQreset by the program: close, never reuse */
-    PQnoticeReceiver rx; /* the driver's receiver at checkout */
+    tether_lease *lease;  /* while leased */
+    struct tp_pool *pool; /* while leased */
+    char *asked;          /* while leased: for PQconninfo (malloc'd) */
+    char *settings;       /* the server's settings at its first checkout */
+    int state;            /* TP_LEASED, TP_IDLE or TP_INHERITED */
+    const char *tainted;  /* why it must be closed, never reused (PQreset,
+                             an event procedure, a custom setting) */
+    PQnoticeReceiver rx;  /* the driver's receiver at checkout */
+    int64_t born_ms;      /* first handed out (monotonic ms) */
+    int too_many_idle;    /* at PQfinish: the idle cap is reached */
 } tp_slot;
 
-void tp_table_lease(PGconn *pg, tether_lease *lease, PQnoticeReceiver rx);
-/* tp_table_finish: for PQfinish. LEASED: *out gets the slot, which becomes
- * IDLE; INHERITED: removed; returns the state before (TP_NONE: unknown). */
+/* tp_table_lease records pg as leased (asked is taken over); returns the
+ * time pg was first handed out (now for a new one). */
+int64_t tp_table_lease(PGconn *pg, tether_lease *lease, PQnoticeReceiver rx,
+                       struct tp_pool *pool, char *asked);
+/* tp_table_finish: for PQfinish. LEASED: *out gets the slot (the caller
+ * frees out->asked), which becomes IDLE; INHERITED: removed; returns the
+ * state before (TP_NONE: unknown). */
 int tp_table_finish(PGconn *pg, tp_slot *out);
 int tp_table_state(PGconn *pg);
-int tp_table_taint(PGconn *pg);   /* 1 when pg is leased (now tainted) */
+/* tp_table_taint: pg, when leased, is closed at PQfinish for reason why;
+ * returns 1 when pg is leased. */
+int tp_table_taint(PGconn *pg, const char *why);
+/* tp_table_settings records settings for pg the first time; later, returns
+ * 1 when they differ from the first (0 when the same). */
+int tp_table_settings(PGconn *pg, const char *settings);
+/* tp_table_asked: a PQconninfoParse of what the program asked for on a
+ * leased pg, or NULL when pg is not leased. */
+PQconninfoOption *tp_table_asked(PGconn *pg);
+int64_t tp_now_ms(void);
 void tp_table_forget(PGconn *pg); /* the driver closed pg */
 void tp_table_lock(void);
 void tp_table_unlock(void);
 /* tp_table_fork_child: in a child, idle slots are forgotten and leased
  * ones become INHERITED (the program's own, as with plain libpq). */
 void tp_table_fork_child(void);
+
+/* ---- pools.c ----------------------------------------------------------- */
+
+/* One pool of the process, by key. leased counts the connections of this
+ * pool the program holds (never above max: a connect beyond goes to libpq
+ * directly, docs/preload.md "A program never waits on the pool's size"). */
+typedef struct tp_pool {
+    char *key;
+    tether_pool *pool;
+    int max;
+    int leased;          /* __atomic_* */
+    int64_t used_ms;     /* last reserved (under the pools' lock) */
+    int64_t released_ms; /* last reservation ended (__atomic_*) */
+    /* The server's last answer (pool.c), under mu: */
+    pthread_mutex_t mu;
+    int checking;       /* a thread is asking */
+    int64_t checked_ms; /* when (0: never) */
+    int may_login;
+    char *settings; /* what ALTER DATABASE/ROLE ... SET gave then */
+    struct tp_pool *next;
+} tp_pool;
+
+/* tp_pools_reserve returns the pool for c (made on first use) with one of
+ * its connections reserved for this connect, or NULL: *full when the
+ * program holds them all, else no pool could be made. */
+tp_pool *tp_pools_reserve(const tp_conn *c, int *full);
+/* tp_pools_unreserve gives the reservation back (after the connection's
+ * release or discard, or a failed acquire). */
+void tp_pools_unreserve(tp_pool *p);
+void tp_pools_lock(void);
+void tp_pools_unlock(void);
+void tp_pools_fork_child(void);
 
 /* ---- pool.c ------------------------------------------------------------ */
 

@@ -39,6 +39,14 @@ static void resolve(void) {
     *(void **)&tp_real.reset_poll = sym("PQresetPoll");
     *(void **)&tp_real.ping = sym("PQping");
     *(void **)&tp_real.ping_params = sym("PQpingParams");
+    *(void **)&tp_real.conninfo = sym("PQconninfo");
+    *(void **)&tp_real.register_event = sym("PQregisterEventProc");
+    *(void **)&tp_real.exec = sym("PQexec");
+    *(void **)&tp_real.send_query = sym("PQsendQuery");
+    *(void **)&tp_real.exec_params = sym("PQexecParams");
+    *(void **)&tp_real.send_query_params = sym("PQsendQueryParams");
+    *(void **)&tp_real.prepare = sym("PQprepare");
+    *(void **)&tp_real.send_prepare = sym("PQsendPrepare");
 }
 
 int tp_real_resolve(void) {

@@ -3,8 +3,12 @@
  * inherited (leased in a parent before fork: the child's, as with plain
  * libpq). A slot is dropped when the driver closes its PGconn, before
  * libpq frees it, so an address libpq hands out again is never mistaken
- * for a pooled one. A chained hash on the pointer under one mutex. */
+ * for a pooled one. A chained hash on the pointer under one mutex; it
+ * counts the idle ones, for the cap across pools (TETHER_PRELOAD_IDLE_MAX,
+ * docs/preload.md). */
 #include "preload.h"
+
+#include <time.h>
 
 #include <pthread.h>
 #include <stdint.h>
@@ -20,6 +24,13 @@ typedef struct node {
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static node *buckets[NBUCKETS];
+static int nidle; /* slots in TP_IDLE */
+
+int64_t tp_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static node **bucket(const PGconn *pg) {
     uintptr_t h = (uintptr_t)pg;
@@ -36,34 +47,79 @@ static node **find(const PGconn *pg) {
     return pp;
 }
 
-void tp_table_lease(PGconn *pg, tether_lease *lease, PQnoticeReceiver rx) {
+int64_t tp_table_lease(PGconn *pg, tether_lease *lease, PQnoticeReceiver rx,
+                       struct tp_pool *pool, char *asked) {
+    int64_t now = tp_now_ms(), born = now;
     pthread_mutex_lock(&lock);
     node **pp = find(pg);
     node *n = *pp;
-    if (!n && (n = calloc(1, sizeof(*n))) != NULL) {
+    char *settings = NULL;
+    if (n) {
+        born = n->slot.born_ms;
+        settings = n->slot.settings;
+        nidle -= n->slot.state == TP_IDLE;
+        free(n->slot.asked);
+    } else if ((n = calloc(1, sizeof(*n))) != NULL) {
         n->next = *bucket(pg);
         *bucket(pg) = n;
     }
     if (n) /* out of memory: untracked, PQfinish then closes it for real */
-        n->slot = (tp_slot){pg, lease, TP_LEASED, 0, rx};
+        n->slot = (tp_slot){pg,        lease, pool, asked, settings,
+                            TP_LEASED, NULL,  rx,   born,  0};
+    else
+        free(asked);
     pthread_mutex_unlock(&lock);
+    return born;
 }
 
 int tp_table_finish(PGconn *pg, tp_slot *out) {
+    int cap = tp_config_get()->idle_max;
     pthread_mutex_lock(&lock);
     node **pp = find(pg);
     node *n = *pp;
     int st = n ? n->slot.state : TP_NONE;
     if (st == TP_LEASED) {
         *out = n->slot;
+        out->too_many_idle = nidle >= cap;
         n->slot.state = TP_IDLE;
         n->slot.lease = NULL;
+        n->slot.pool = NULL;
+        n->slot.asked = NULL;
+        nidle++;
     } else if (st == TP_INHERITED) {
         *pp = n->next;
+        free(n->slot.asked);
+        free(n->slot.settings);
         free(n);
     }
     pthread_mutex_unlock(&lock);
     return st;
+}
+
+int tp_table_settings(PGconn *pg, const char *settings) {
+    pthread_mutex_lock(&lock);
+    node *n = *find(pg);
+    int rc = 0;
+    if (n && !n->slot.settings)
+        n->slot.settings = strdup(settings); /* out of memory: unchecked */
+    else if (n)
+        rc = strcmp(n->slot.settings, settings) != 0;
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+PQconninfoOption *tp_table_asked(PGconn *pg) {
+    pthread_mutex_lock(&lock);
+    node *n = *find(pg);
+    char *asked = n && n->slot.state == TP_LEASED && n->slot.asked
+                      ? strdup(n->slot.asked)
+                      : NULL;
+    pthread_mutex_unlock(&lock);
+    if (!asked)
+        return NULL;
+    PQconninfoOption *o = PQconninfoParse(asked, NULL);
+    free(asked);
+    return o;
 }
 
 int tp_table_state(PGconn *pg) {
@@ -74,12 +130,12 @@ int tp_table_state(PGconn *pg) {
     return st;
 }
 
-int tp_table_taint(PGconn *pg) {
+int tp_table_taint(PGconn *pg, const char *why) {
     pthread_mutex_lock(&lock);
     node *n = *find(pg);
     int leased = n && n->slot.state == TP_LEASED;
     if (leased)
-        n->slot.tainted = 1;
+        n->slot.tainted = why;
     pthread_mutex_unlock(&lock);
     return leased;
 }
@@ -89,7 +145,10 @@ void tp_table_forget(PGconn *pg) {
     node **pp = find(pg);
     node *n = *pp;
     if (n) {
+        nidle -= n->slot.state == TP_IDLE;
         *pp = n->next;
+        free(n->slot.asked);
+        free(n->slot.settings);
         free(n);
     }
     pthread_mutex_unlock(&lock);
@@ -111,12 +170,15 @@ void tp_table_fork_child(void) {
             if (n->slot.state == TP_LEASED) {
                 n->slot.state = TP_INHERITED;
                 n->slot.lease = NULL;
+                n->slot.pool = NULL;
                 pp = &n->next;
             } else {
                 *pp = n->next;
+                free(n->slot.settings);
                 free(n);
             }
         }
     }
+    nidle = 0;
     pthread_mutex_init(&lock, NULL);
 }

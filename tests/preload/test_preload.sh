@@ -2,12 +2,16 @@
 # test_preload.sh - libtether-preload.so against real PostgreSQL: the plain
 # libpq program pq_client (and psql) run with and without
 # LD_PRELOAD, the same results either way; the server never has more of
-# the program's backends than the pool's maximum; session state does not
-# leak from one connect to the next; fork, threads, connecting without
-# blocking, exit without PQfinish; target_session_attrs=read-write across
-# a promotion (last: it promotes the standby).
+# the program's backends than the pool's maximum (or than the program
+# holds at once); session state does not leak from one connect to the
+# next; fork, threads, connecting without blocking, exit without PQfinish;
+# pq_cases: credentials from the environment, revoked logins, ALTER ...
+# SET, DROP DATABASE, more connections held than the pool, many pools,
+# event procedures, custom settings, PQconninfo, configuration edge cases;
+# target_session_attrs=read-write across a promotion (last: it promotes
+# the standby).
 #
-#   scripts/pg-cluster run -- bash tests/preload/test_preload.sh PQ_CLIENT PRELOAD_SO [SANITIZE [RUNTIMES]]
+#   scripts/pg-cluster run -- bash tests/preload/test_preload.sh PQ_CLIENT PQ_CASES PRELOAD_SO [SANITIZE [RUNTIMES]]
 #
 # In a sanitizer build (SANITIZE set) the sanitizer runtime must be in the
 # process before the preload library: RUNTIMES is "none" when the program
@@ -16,10 +20,12 @@
 # built with the sanitizer) is left out of sanitizer builds.
 set -euo pipefail
 export LC_ALL=C
-client=${1:?usage: test_preload.sh PQ_CLIENT PRELOAD_SO [SANITIZE [RUNTIMES]]}
-so=${2:?usage: test_preload.sh PQ_CLIENT PRELOAD_SO [SANITIZE [RUNTIMES]]}
-sanitize=${3:-}
-runtimes=${4:-}
+usage="usage: test_preload.sh PQ_CLIENT PQ_CASES PRELOAD_SO [SANITIZE [RUNTIMES]]"
+client=${1:?$usage}
+cases=${2:?$usage}
+so=${3:?$usage}
+sanitize=${4:-}
+runtimes=${5:-}
 runtimes=${runtimes% }
 if [ -n "$sanitize" ] && [ -z "$runtimes" ]; then
   echo "SKIP: the preload tests need the sanitizer runtime loaded before the library;"
@@ -86,11 +92,18 @@ echo "measure: connect-per-query: plain ${plain_qps} q/s, preload ${pre_qps} q/s
   "($(awk -v a="$pre_qps" -v b="$plain_qps" 'BEGIN { printf "%.0f", (b > 0 ? a / b : 0) }')x; not asserted)"
 
 # ---- threads: 6 threads, pool max 2 -----------------------------------
+# A connect beyond the pool's 2 goes to libpq at once (never waits): the
+# server sees at most the 6 threads' backends, and fewer distinct ones
+# than plain (one per connect).
 run threads.plain "$client" threads "$ci" 6 10
 run threads.preload pre "$client" threads "$ci" 6 10
 same_results threads.plain threads.preload
-at_most "threads under the preload: most backends seen" "$(measure threads.preload max_backends)" 2
-at_most "threads under the preload: distinct backends" "$(measure threads.preload distinct_backends)" 2
+at_most "threads under the preload: most backends seen" "$(measure threads.preload max_backends)" 6
+at_most "threads under the preload: distinct backends" "$(measure threads.preload distinct_backends)" \
+  "$(( $(measure threads.plain distinct_backends) - 10 ))"
+# With a pool as large as the threads, every connect is pooled.
+run threads.pool6 env TETHER_PRELOAD_POOL_MAX=6 LD_PRELOAD="$preload" "$client" threads "$ci" 6 10
+at_most "threads with a pool of 6: distinct backends" "$(measure threads.pool6 distinct_backends)" 6
 
 # ---- connecting without blocking --------------------------------------
 run nonblock.plain "$client" nonblock "$ci" 20
@@ -143,7 +156,84 @@ run bad.env env TETHER_PRELOAD_POOL_MAX=lots LD_PRELOAD="$preload" "$client" cpq
 grep -q "bad value for TETHER_PRELOAD_POOL_MAX: 'lots'" "$work/bad.env" &&
   check "a bad TETHER_PRELOAD_POOL_MAX is named, the program still runs unpooled" ||
   fail "no message naming TETHER_PRELOAD_POOL_MAX"
-if grep -rq "$PGC_PASSWORD" "$work"; then fail "the password appears in some output"; fi
+
+# ---- what libpq would connect with, and what the server says now ----------
+# pq_cases (a plain libpq program) runs each case with and without the
+# preload: the results must be the same (docs/preload.md, "What it cannot
+# know").
+admin="host=$PGC_SOCK port=$PRIMARY_PORT user=$PGC_SUPERUSER dbname=postgres"
+spsql() { "$PGC_BIN/psql" "$admin" -X -q -v ON_ERROR_STOP=1 -c "$1" >/dev/null; }
+spsql "CREATE ROLE tp_bob LOGIN PASSWORD 'tp-bob-pw'"
+spsql "CREATE ROLE tp_carol LOGIN PASSWORD 'tp-carol-pw'"
+both() { # NAME ENV... -- ARGS...: pq_cases plain and under the preload
+  local name=$1 envs=()
+  shift
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  run "$name.plain" env "${envs[@]}" "$cases" "$@"
+  run "$name.preload" env "${envs[@]}" LD_PRELOAD="$preload" "$cases" "$@"
+  same_results "$name.plain" "$name.preload"
+}
+noauth="host=$PGC_HOST port=$PRIMARY_PORT dbname=$PGC_DB"
+# Credentials from the environment are part of what selects a pool.
+both envcred PGUSER="$PGC_USER" PGPASSWORD="$PGC_PASSWORD" -- envcred "$noauth" tp_bob tp-bob-pw
+grep -q 'second=tp_bob wrong_password=refused options=s2' "$work/envcred.preload" &&
+  check "envcred: PGUSER, PGPASSWORD and PGOPTIONS changed between connects are used" ||
+  fail "envcred: $(results envcred.preload)"
+# Revoked access: NOLOGIN and a new password refuse the next connect after
+# TETHER_PRELOAD_MAX_AGE.
+both revoke TETHER_PRELOAD_MAX_AGE=1s -- revoke "$noauth" "$admin" tp_carol tp-carol-pw 1.3
+grep -q 'nologin=refused login_again=tp_carol old_password=refused new_password=tp_carol' "$work/revoke.preload" &&
+  check "revoke: NOLOGIN and a changed password refused after the bound" ||
+  fail "revoke: $(results revoke.preload)"
+# ALTER DATABASE / ROLE ... SET reach the next connect after the bound.
+both settings TETHER_PRELOAD_MAX_AGE=1s -- settings "$ci" "$admin" "$PGC_DB" 1.3
+grep -q 'database_set=11MB again=11MB role_set=13MB' "$work/settings.preload" &&
+  check "settings: ALTER DATABASE and ALTER ROLE ... SET seen" || fail "settings: $(results settings.preload)"
+# ... and within TETHER_PRELOAD_RECHECK (100 ms) by the server check at
+# checkout, with the default bound (10 s).
+both settings_now -- settings "$ci" "$admin" "$PGC_DB" 0.3
+grep -q 'database_set=11MB again=11MB role_set=13MB' "$work/settings_now.preload" &&
+  check "settings: seen by the connects after 0.3 s" || fail "settings at once: $(results settings_now.preload)"
+both nologin_now -- revoke "$noauth" "$admin" tp_carol tp-carol-pw -0.3
+grep -q 'nologin=refused login_again=tp_carol' "$work/nologin_now.preload" &&
+  check "revoke: NOLOGIN refused by the connects after 0.3 s" || fail "NOLOGIN at once: $(results nologin_now.preload)"
+equals "revoke: pooled again once the role may log in again" \
+  "$(measure nologin_now.preload reused_after_login)" 1
+# Databases the program has left can be dropped and used as a template.
+both dropdb -- dropdb "$ci" "$admin"
+grep -q 'drop=ok template=ok forced=ok after=ok' "$work/dropdb.preload" &&
+  check "dropdb: DROP DATABASE, CREATE ... TEMPLATE and DROP ... WITH (FORCE) of databases left" ||
+  fail "dropdb: $(results dropdb.preload)"
+for what in drop template; do # the server waits up to 5 s; plain: no wait
+  s=$(measure dropdb.preload "${what}_s")
+  p=$(measure dropdb.plain "${what}_s")
+  awk -v s="$s" -v p="$p" 'BEGIN { exit !(s != "" && s < p + 1) }' &&
+    check "dropdb: $what in ${s}s (plain ${p}s)" ||
+    fail "dropdb: $what took '${s}'s (plain ${p}s; want less than 1 s more)"
+done
+# More connections held at once than the pool's maximum: no waiting.
+both hold TETHER_PRELOAD_WAIT=3s -- hold "$ci" 12
+held=$(measure hold.preload seconds)
+# (less than one TETHER_PRELOAD_WAIT in all: one wait would be 3 s)
+awk -v s="$held" 'BEGIN { exit !(s != "" && s < 3) }' &&
+  check "hold: 12 connections held with a pool of 2 in ${held}s" || fail "hold: ${held}s (want < 3 s)"
+# Many pools: idle connections across them are capped.
+both apps -- apps "$ci" 40
+at_most "apps: the user's backends after 40 pools were used" "$(measure apps.preload backends_after)" 11
+# Event procedures: a connection with one is closed, not reused.
+both events -- events "$ci"
+# A custom setting made on one connect is not seen by the next.
+both placeholder -- placeholder "$ci"
+# PQconninfo tells what the program asked for.
+both conninfo -- conninfo "host=$PGC_HOST,$PGC_HOST port=$PRIMARY_PORT,$PRIMARY_PORT user=$PGC_USER password=$PGC_PASSWORD dbname=$PGC_DB"
+# Configuration edge cases are named, never a silent default.
+for bad in TETHER_PRELOAD_WAIT=0 TETHER_PRELOAD_MATCH= TETHER_PRELOAD_POOL_MAX= TETHER_PRELOAD_LOG=2 TETHER_PRELOAD_IDLE_MAX=0; do
+  var=${bad%%=*}
+  run "config.$var" env "$bad" LD_PRELOAD="$preload" "$client" cpq "$ci" 3
+  grep -q "bad value for $var: '${bad#*=}'" "$work/config.$var" &&
+    check "config: $bad is named" || fail "config: $bad not named: $(head -2 "$work/config.$var")"
+done
 
 # ---- psql ---------------------------------------------------------------
 if [ -n "$sanitize" ]; then
@@ -171,7 +261,30 @@ else
 fi
 grep -q 'pooled connection' "$work/psql.log" && check "psql's connections came from the pool" ||
   fail "psql's connections were not pooled: $(head -3 "$work/psql.log")"
+# psql \setenv between two users' connects (credentials from the environment)
+cat >"$work/setenv.sql" <<SQL
+SELECT current_user;
+\\setenv PGUSER tp_bob
+\\setenv PGPASSWORD tp-bob-pw
+\\c -reuse-previous=off "$noauth"
+SELECT current_user;
+\\setenv PGPASSWORD wrong
+\\c -reuse-previous=off "$noauth application_name=x"
+SELECT current_user;
+SQL
+PGUSER=$PGC_USER PGPASSWORD=$PGC_PASSWORD timeout 30 "$psql_bin" "$noauth" -X -At -f "$work/setenv.sql" >"$work/setenv.plain" 2>&1 || true
+PGUSER=$PGC_USER PGPASSWORD=$PGC_PASSWORD LD_PRELOAD="$preload" timeout 30 "$psql_bin" "$noauth" -X -At -f "$work/setenv.sql" >"$work/setenv.out" 2>&1 || true
+if [ -s "$work/setenv.plain" ] && cmp -s "$work/setenv.plain" "$work/setenv.out" >/dev/null; then
+  check "psql \\setenv PGUSER/PGPASSWORD then \\c: the same users as plain ($(tr '\n' ' ' <"$work/setenv.out" | cut -c1-120))"
+else
+  fail "psql \\setenv differs: $(diff "$work/setenv.plain" "$work/setenv.out" | head -6 | tr '\n' ' ')"
 fi
+fi
+
+# No password in any output (the scripts given to psql hold some: left out).
+for pw in "$PGC_PASSWORD" tp-bob-pw tp-carol-pw; do
+  if grep -rq --exclude='*.sql' -- "$pw" "$work"; then fail "a password appears in some output"; fi
+done
 
 # ---- read-write across a promotion (last) -----------------------------
 rw="host=$PGC_HOST,$PGC_HOST port=$PRIMARY_PORT,$STANDBY_PORT user=$PGC_USER password=$PGC_PASSWORD dbname=$PGC_DB target_session_attrs=read-write connect_timeout=3"

@@ -5,7 +5,9 @@
  * URI refused), the pooled form (the environment's defaults added only
  * where the program set none), the masked display form, the libpq-only
  * form, and what is never pooled (replication, no TETHER_PRELOAD_MATCH,
- * unparsable). The environment is set before the first call (read once). */
+ * unparsable), the pool's key (what libpq would take from the environment
+ * in it, never a secret in clear) and the scan for custom settings
+ * (scan.c). The environment is set before the first call (read once). */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
@@ -86,7 +88,7 @@ static void test_prepare_defaults(void **state) {
         tp_conn_prepare("host=h dbname=app user=u password=" PW, &c), 0);
     assert_non_null(c.pooled);
     assert_non_null(strstr(c.pooled, "tether_pool_max='7'")); /* env */
-    assert_non_null(strstr(c.pooled, "tether_idle_timeout='60s'"));
+    assert_non_null(strstr(c.pooled, "tether_idle_timeout='1s'"));
     assert_non_null(strstr(c.pooled, "tether_reset_query='DISCARD ALL'"));
     assert_non_null(strstr(c.pooled, "tether_acquire_timeout='30s'"));
     assert_non_null(strstr(c.pooled, "password='" PW "'"));
@@ -133,6 +135,77 @@ static void test_not_pooled(void **state) {
     assert_null(c.pooled);
 }
 
+/* key_of: the key of conninfo under the current environment (malloc'd). */
+static char *key_of(const char *conninfo) {
+    tp_conn c;
+    assert_int_equal(tp_conn_prepare(conninfo, &c), 0);
+    assert_non_null(c.key);
+    char *k = strdup(c.key);
+    tp_conn_free(&c);
+    return k;
+}
+
+static void test_key_environment(void **state) {
+    (void)state;
+    const char *ci = "host=h dbname=app";
+    setenv("PGUSER", "alice", 1);
+    setenv("PGPASSWORD", PW, 1);
+    char *a = key_of(ci);
+    assert_null(strstr(a, PW)); /* hashed, never in clear */
+    assert_non_null(strstr(a, "user='alice'"));
+    char *a2 = key_of(ci);
+    assert_string_equal(a, a2); /* the same environment: the same pool */
+    setenv("PGUSER", "bob", 1);
+    char *b = key_of(ci);
+    setenv("PGPASSWORD", PW "x", 1);
+    char *c = key_of(ci);
+    setenv("PGOPTIONS", "-c search_path=s2", 1);
+    char *d = key_of(ci);
+    assert_string_not_equal(a, b);
+    assert_string_not_equal(b, c);
+    assert_string_not_equal(c, d);
+    char *e = key_of("host=h dbname=app user=alice password=" PW);
+    assert_null(strstr(e, PW));
+    unsetenv("PGOPTIONS");
+    unsetenv("PGPASSWORD");
+    unsetenv("PGUSER");
+    free(a), free(a2), free(b), free(c), free(d), free(e);
+}
+
+static void test_key_unknown(void **state) {
+    (void)state;
+    tp_conn c;
+    setenv("PGSERVICE", "svc", 1); /* a service file: not read, not pooled */
+    assert_int_equal(tp_conn_prepare("host=h dbname=app", &c), 0);
+    assert_null(c.pooled);
+    tp_conn_free(&c);
+    unsetenv("PGSERVICE");
+    setenv("PGTZ", "UTC", 1); /* sent outside the string */
+    assert_int_equal(tp_conn_prepare("host=h dbname=app", &c), 0);
+    assert_null(c.pooled);
+    tp_conn_free(&c);
+    unsetenv("PGTZ");
+    setenv("PGPASSFILE", "/", 1); /* a password file that cannot be read */
+    assert_int_equal(tp_conn_prepare("host=h dbname=app", &c), 0);
+    assert_null(c.pooled);
+    tp_conn_free(&c);
+    unsetenv("PGPASSFILE");
+}
+
+static void test_scan_custom(void **state) {
+    (void)state;
+    assert_true(tp_sql_sets_custom("SET myapp.tenant = 'a'"));
+    assert_true(tp_sql_sets_custom("select 1; set session \"My\".x to 1"));
+    assert_true(tp_sql_sets_custom("SET LOCAL a . b = 1"));
+    assert_true(tp_sql_sets_custom("SELECT pg_catalog.set_config('a.b', "
+                                   "'x', false)"));
+    assert_false(tp_sql_sets_custom("SET work_mem = '1MB'"));
+    assert_false(tp_sql_sets_custom("SET SESSION search_path = a"));
+    assert_false(tp_sql_sets_custom("SELECT offset_x.y FROM t"));
+    assert_false(tp_sql_sets_custom("UPDATE t SET x = 1"));
+    assert_false(tp_sql_sets_custom(NULL));
+}
+
 int main(void) {
     setenv("TETHER_PRELOAD_POOL_MAX", "7", 1);
     setenv("TETHER_PRELOAD_MATCH", "*dbname='app'*|*dbname='other'*", 1);
@@ -145,6 +218,9 @@ int main(void) {
         cmocka_unit_test(test_prepare_defaults),
         cmocka_unit_test(test_prepare_own_keywords),
         cmocka_unit_test(test_not_pooled),
+        cmocka_unit_test(test_key_environment),
+        cmocka_unit_test(test_key_unknown),
+        cmocka_unit_test(test_scan_custom),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,13 +22,13 @@ static void test_lease_and_finish(void **state) {
     (void)state;
     tp_slot s;
     assert_int_equal(tp_table_state(PG(0)), TP_NONE);
-    tp_table_lease(PG(0), LEASE(0), NULL);
+    tp_table_lease(PG(0), LEASE(0), NULL, NULL, NULL);
     assert_int_equal(tp_table_state(PG(0)), TP_LEASED);
     assert_int_equal(tp_table_finish(PG(0), &s), TP_LEASED);
     assert_ptr_equal(s.lease, LEASE(0));
-    assert_int_equal(s.tainted, 0);
+    assert_null(s.tainted);
     assert_int_equal(tp_table_finish(PG(0), &s), TP_IDLE); /* twice */
-    tp_table_lease(PG(0), LEASE(1), NULL);                 /* taken again */
+    tp_table_lease(PG(0), LEASE(1), NULL, NULL, NULL);     /* taken again */
     assert_int_equal(tp_table_finish(PG(0), &s), TP_LEASED);
     assert_ptr_equal(s.lease, LEASE(1));
     tp_table_forget(PG(0)); /* the driver closed it */
@@ -38,19 +38,19 @@ static void test_lease_and_finish(void **state) {
 static void test_taint(void **state) {
     (void)state;
     tp_slot s;
-    assert_int_equal(tp_table_taint(PG(1)), 0); /* not the pool's */
-    tp_table_lease(PG(1), LEASE(1), NULL);
-    assert_int_equal(tp_table_taint(PG(1)), 1);
+    assert_int_equal(tp_table_taint(PG(1), "test"), 0); /* not the pool's */
+    tp_table_lease(PG(1), LEASE(1), NULL, NULL, NULL);
+    assert_int_equal(tp_table_taint(PG(1), "test"), 1);
     assert_int_equal(tp_table_finish(PG(1), &s), TP_LEASED);
-    assert_int_equal(s.tainted, 1);
+    assert_non_null(s.tainted);
     tp_table_forget(PG(1));
 }
 
 static void test_fork_child(void **state) {
     (void)state;
     tp_slot s;
-    tp_table_lease(PG(2), LEASE(2), NULL); /* leased at the fork */
-    tp_table_lease(PG(3), LEASE(3), NULL);
+    tp_table_lease(PG(2), LEASE(2), NULL, NULL, NULL); /* leased at the fork */
+    tp_table_lease(PG(3), LEASE(3), NULL, NULL, NULL);
     tp_table_finish(PG(3), &s); /* idle in the pool at the fork */
     tp_table_lock();            /* as pthread_atfork's prepare does */
     tp_table_fork_child();
