@@ -480,6 +480,15 @@ void tether_breaker_record(tether_breaker *b, int permit, int ok,
     unlock(b);
 }
 
+int tether__breaker_last(tether_breaker *b, tether_error *out) {
+    pthread_mutex_lock(&b->lock);
+    int has = b->has_last;
+    if (has)
+        *out = b->last;
+    pthread_mutex_unlock(&b->lock);
+    return has;
+}
+
 void tether__breaker_probe_void(tether_breaker *b) {
     int64_t now = tether__now_ms(b->o.clock);
     pthread_mutex_lock(&b->lock);

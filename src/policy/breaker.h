@@ -12,6 +12,10 @@
  * when none. */
 int64_t tether__breaker_blocked_ms(tether_breaker *b, tether_class *last);
 
+/* tether__breaker_last copies the last failure recorded into *out: 1, or
+ * 0 when none is (out untouched). */
+int tether__breaker_last(tether_breaker *b, tether_error *out);
+
 /* tether__breaker_probe_void takes back a probe that decided nothing (its
  * caller's deadline cut it short): the next call may probe at once, and
  * neither the state nor the last failure changes. */

@@ -1020,9 +1020,32 @@ static int slow_round(acq *a, tether__slot **got) {
     return wait_turn(a, got);
 }
 
+/* The time-out of a caller that waited for the pool's probe: how long it
+ * has been connecting, and what the last connect found (every host and
+ * why), in the room the message has. */
+static int probing_timed_out(tether_pool *p, int64_t waited_ms,
+                             const tether_error *last, tether_error *err) {
+    int rc = tether_error_set(
+        err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
+        "pool %s: no connection within %lld ms; probing for %lld ms, last "
+        "failure: %s",
+        p->name, (long long)waited_ms,
+        (long long)((tether__mono_ns() - p->probe_start_ns) / 1000000),
+        last->message);
+    size_t len = strlen(err->message);
+    if (len == sizeof(err->message) - 1) /* cut: say so */
+        memcpy(err->message + len - 3, "...", 3);
+    err->cause = last->code;
+    return rc;
+}
+
 int tether__pool_timed_out(tether_pool *p, int64_t waited_ms,
                            tether_error *err) {
     atomic_fetch_add(&p->timeouts, 1);
+    tether_error last;
+    if (err && atomic_load(&p->probing) && p->breaker &&
+        tether__breaker_last(p->breaker, &last))
+        return probing_timed_out(p, waited_ms, &last, err);
     char probe[96] = "";
     if (atomic_load(&p->probing))
         snprintf(
