@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../support/faultproxy.h"
 #include "../support/thread_time.h"
 #include "tether.h"
 #include "tether_pq.h"
@@ -179,52 +180,6 @@ static void test_closed_port_then_primary(void **state) {
     tether_connector_destroy(c);
 }
 
-/* A fault proxy in front of the primary. */
-typedef struct proxy {
-    pid_t pid;
-    int port;
-    char ctl[128];
-} proxy;
-
-static void proxy_start(proxy *px) {
-    snprintf(px->ctl, sizeof(px->ctl), "/tmp/tether-fp-%d.sock", getpid());
-    unlink(px->ctl);
-    char target[64];
-    snprintf(target, sizeof(target), "127.0.0.1:%d", primary_port);
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    px->pid = fork();
-    if (px->pid == 0) {
-        /* Gone with the test, even one that fails before proxy_stop: a
-         * proxy left running holds ctest's output pipe open. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        dup2(fds[1], 1);
-        close(fds[0]);
-        execl(proxy_bin, proxy_bin, "serve", "--listen", "0", "--target",
-              target, "--control", px->ctl, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    char line[64] = "";
-    assert_non_null(fgets(line, sizeof(line), f));
-    fclose(f);
-    assert_int_equal(sscanf(line, "port %d", &px->port), 1);
-}
-
-static void proxy_stop(proxy *px) {
-    kill(px->pid, SIGTERM);
-    waitpid(px->pid, NULL, 0);
-    unlink(px->ctl);
-}
-
-static void proxy_mode(proxy *px, const char *mode) {
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "%s ctl %s %s >/dev/null", proxy_bin, px->ctl,
-             mode);
-    assert_int_equal(system(cmd), 0);
-}
-
 /* 2. A blackhole first: the attempt budget and the login timeout are kept:
  * never ended early, and the connecting thread sleeps no longer than the
  * budget (time it then waits for a CPU is the scheduler's, counted apart:
@@ -234,7 +189,7 @@ static void proxy_mode(proxy *px, const char *mode) {
 static void test_blackhole_budgets(void **state) {
     (void)state;
     proxy px;
-    proxy_start(&px);
+    proxy_start(&px, proxy_bin, primary_port, "fp");
     proxy_mode(&px, "blackhole");
     char extra[256];
     snprintf(extra, sizeof(extra),

@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../support/faultproxy.h"
 #include "../support/thread_time.h"
 #include "tether.h"
 #include "tether_pq.h"
@@ -548,56 +549,12 @@ static void test_declared_failover(void **state) {
     tether_pq_stmt_destroy(st);
 }
 
-/* A fault proxy in front of the primary. */
-typedef struct proxy {
-    pid_t pid;
-    int port;
-    char ctl[128];
-} proxy;
-
-static void proxy_start(proxy *px) {
-    snprintf(px->ctl, sizeof(px->ctl), "/tmp/tether-stmt-%d.sock", getpid());
-    unlink(px->ctl);
-    char target[64];
-    snprintf(target, sizeof(target), "127.0.0.1:%d", primary_port);
-    int fds[2];
-    assert_int_equal(pipe(fds), 0);
-    px->pid = fork();
-    if (px->pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        dup2(fds[1], 1);
-        close(fds[0]);
-        execl(proxy_bin, proxy_bin, "serve", "--listen", "0", "--target",
-              target, "--control", px->ctl, (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    FILE *f = fdopen(fds[0], "r");
-    char line[64] = "";
-    assert_non_null(fgets(line, sizeof(line), f));
-    fclose(f);
-    assert_int_equal(sscanf(line, "port %d", &px->port), 1);
-}
-
-static void proxy_stop(proxy *px) {
-    kill(px->pid, SIGTERM);
-    waitpid(px->pid, NULL, 0);
-    unlink(px->ctl);
-}
-
-static void proxy_mode(proxy *px, const char *mode) {
-    char cmd[512];
-    snprintf(cmd, sizeof(cmd), "%s ctl %s %s >/dev/null", proxy_bin, px->ctl,
-             mode);
-    assert_int_equal(system(cmd), 0);
-}
-
 /* 6. A blackholed server: the call returns by its deadline, the cancel
  * cannot connect, and the connection is closed after the drain bound. */
 static void test_blackhole(void **state) {
     (void)state;
     proxy px;
-    proxy_start(&px);
+    proxy_start(&px, proxy_bin, primary_port, "stmt");
     tether_pool *p = open_pool(px.port, "tether_drain_timeout=300ms");
     assert_true(backend_pid(p) > 0);
     tether_pq_stats s0, s1;
