@@ -46,6 +46,7 @@ static int known_code(int c) {
     case TETHER_EIO:
     case TETHER_ESPEC:
     case TETHER_ENOMEM:
+    case TETHER_ETIMEDOUT: /* 57014: a statement cancelled or timed out */
         return 1;
     default:
         return 0;
