@@ -64,9 +64,19 @@ static int echoes(tether__conninfo *ci, size_t i, parse_fn parse) {
     char *marker = malloc(n + 1);
     if (!marker)
         return 1;
-    for (size_t j = 0; j < n; j++)
-        marker[j] = "Qz"[j % 2];
-    marker[n] = '\0';
+    /* A marker the string does not hold already (the fuzzer learns them:
+     * "QzQz" in another keyword's value, quoted in its error, once passed
+     * for the secret's echo). */
+    static const char *const pairs[] = {"Qz", "Xj", "Vq", "Jx", "Kz", "Wq"};
+    char *orig = tether__conninfo_dup(ci, 0);
+    for (size_t p = 0; p < sizeof(pairs) / sizeof(pairs[0]); p++) {
+        for (size_t j = 0; j < n; j++)
+            marker[j] = pairs[p][j % 2];
+        marker[n] = '\0';
+        if (!orig || !strstr(orig, marker))
+            break;
+    }
+    tether__free(orig);
     const char *saved = ci->kv[i].val;
     ci->kv[i].val = marker;
     char *s2 = tether__conninfo_dup(ci, 0);
