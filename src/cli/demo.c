@@ -306,7 +306,7 @@ static void account(int64_t t_start, int64_t t_end, int ok, int idempotent,
  * by more than the slack (over: check_took's): what it returned. */
 static void note_overrun(int is_job, int64_t over, int64_t took, int64_t limit,
                          int rc, const tether_error *err) {
-    if (over <= CHECK_OVERRUN_SLACK_MS)
+    if (over <= check_overrun_slack_ms())
         return;
     pthread_mutex_lock(&D.lock);
     if (!D.first_overrun[0])
@@ -1039,7 +1039,7 @@ static void report_text(const once_count *oc, const once_count *jc,
         (unsigned long long)c->accounting_mismatches,
         (unsigned long long)D.accounting_checks,
         (unsigned long long)c->deadline_overruns, RUN_LIMIT_MS / 1000,
-        CHECK_OVERRUN_SLACK_MS, (long long)c->worst_overrun_ms,
+        check_overrun_slack_ms(), (long long)c->worst_overrun_ms,
         (unsigned long long)c->covered_errors, rss_growth_pct(),
         (unsigned long long)writes_back_late());
     if (D.first_overrun[0])
@@ -1109,7 +1109,8 @@ static void report_json(const once_count *oc, const once_count *jc,
     const check_report *c = &D.chk;
     printf("\"double_leases\":%llu,\"accounting_mismatches\":%llu,"
            "\"accounting_checks\":%llu,\"deadline_overruns\":%llu,"
-           "\"worst_overrun_ms\":%lld,\"errors_within_deadline\":%llu,"
+           "\"worst_overrun_ms\":%lld,\"overrun_slack_ms\":%d,"
+           "\"errors_within_deadline\":%llu,"
            "\"rss_growth_pct\":%.1f,\"rss_warm_kb\":%ld,\"rss_end_kb\":%ld,"
            "\"heap_warm_kb\":%ld,\"heap_end_kb\":%ld,\"memory_checked\":%s,"
            "\"seed\":%llu,\"settings\":",
@@ -1117,7 +1118,7 @@ static void report_json(const once_count *oc, const once_count *jc,
            (unsigned long long)c->accounting_mismatches,
            (unsigned long long)D.accounting_checks,
            (unsigned long long)c->deadline_overruns,
-           (long long)c->worst_overrun_ms,
+           (long long)c->worst_overrun_ms, check_overrun_slack_ms(),
            (unsigned long long)c->covered_errors, rss_growth_pct(),
            c->rss_warm_kb, c->rss_end_kb, c->heap_warm_kb, c->heap_end_kb,
            memory_checked() ? "true" : "false", (unsigned long long)D.o.seed);
@@ -1314,7 +1315,8 @@ static void help(void) {
         "allowed_ms, judged,\nlate), failover_ms (the failover's "
         "recovery_ms); double_leases,\naccounting_mismatches, "
         "accounting_checks, deadline_overruns,\nworst_overrun_ms, "
-        "errors_within_deadline, rss_growth_pct, seed; jobs_threads,\n"
+        "overrun_slack_ms, errors_within_deadline, rss_growth_pct, seed; "
+        "jobs_threads,\n"
         "jobs_pool, jobs_ok, jobs_failed (may have reached the server), "
         "jobs_unsent,\njobs_acked, jobs_rows, jobs_duplicates, jobs_missing, "
         "jobs_partial,\njobs_settings, writes_back_late (faults). With "

@@ -50,6 +50,21 @@ void check_unhold(const void *conn) {
 
 /* ---- calls later than their limit ---------------------------------------- */
 
+#ifndef __has_feature
+#define __has_feature(x) 0
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) ||           \
+    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#else
+#define UNDER_SANITIZER 0
+#endif
+
+int check_overrun_slack_ms(void) {
+    return UNDER_SANITIZER ? CHECK_OVERRUN_SLACK_SANITIZER_MS
+                           : CHECK_OVERRUN_SLACK_MS;
+}
+
 static atomic_uint_fast64_t overruns;
 static atomic_int_fast64_t worst_overrun;
 
@@ -91,7 +106,7 @@ int64_t check_took(int64_t took_ms, int64_t cpu_wait_ms, int64_t limit_ms) {
     int_fast64_t w = atomic_load(&worst_overrun);
     while (over > w && !atomic_compare_exchange_weak(&worst_overrun, &w, over))
         ;
-    if (over > CHECK_OVERRUN_SLACK_MS)
+    if (over > check_overrun_slack_ms())
         atomic_fetch_add(&overruns, 1);
     return over;
 }
@@ -141,16 +156,6 @@ static uint64_t covered(const sec_stats *secs, int nsecs) {
 }
 
 /* ---- memory -------------------------------------------------------------- */
-
-#ifndef __has_feature
-#define __has_feature(x) 0
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) ||           \
-    __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#else
-#define UNDER_SANITIZER 0
-#endif
 
 int check_memory_measured(void) {
     return !UNDER_SANITIZER; /* their allocators keep freed memory */

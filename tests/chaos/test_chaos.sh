@@ -28,6 +28,9 @@ missing = [k for k in more if k not in r]
 assert not missing, f"fields missing: {missing}"
 print({k: r[k] for k in want + more + ["errors_within_deadline",
                                        "accounting_checks", "retries", "seed"]})
+if r.get("first_overrun"):
+    print("first overrun (slack %s ms):" % r.get("overrun_slack_ms"),
+          r["first_overrun"])
 for f in r["fault_log"]:
     if f["writes_back_late"]:
         print("late:", f["kind"], "at", f["at_ms"], "ms:", f["writes_back"])
