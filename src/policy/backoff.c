@@ -1,7 +1,7 @@
-/* backoff.c - R1 backoff schedules: immediate, fixed, incremental,
- * exponential and the reconnect policy; jitter none, full, equal,
- * decorrelated and proportional; named presets. Sans I/O: the caller asks
- * for the next pause and does the waiting. */
+/* backoff.c - backoff schedules (docs/backoff.md): immediate, fixed,
+ * incremental, exponential and the reconnect policy; jitter none, full,
+ * equal, decorrelated and proportional; named presets. Sans I/O: the
+ * caller asks for the next pause and does the waiting. */
 #include "backoff.h"
 
 #include <math.h>

@@ -1,10 +1,10 @@
-/* breaker.c - R4 circuit breaker. Two ways to trip: N consecutive failures,
- * or a failure ratio over a sliding window (NBUCKETS time buckets) once a
- * minimum number of calls was seen. While open, callers fail at once with
- * the last recorded error; after the open period one probe goes through
- * (half-open) and its outcome closes the breaker or reopens it with a
- * period grown by `growth` up to max_open_ms (SqlClient's blocking period
- * is the "blocking-period" preset).
+/* breaker.c - the circuit breaker (docs/breaker.md). Two ways to trip: N
+ * consecutive failures, or a failure ratio over a sliding window (NBUCKETS
+ * time buckets) once a minimum number of calls was seen. While open,
+ * callers fail at once with the last recorded error; after the open period
+ * one probe goes through (half-open) and its outcome closes the breaker or
+ * reopens it with a period grown by `growth` up to max_open_ms (SqlClient's
+ * blocking period is the "blocking-period" preset).
  *
  * One mutex guards the state; critical sections only update counters.
  * The state is mirrored in an atomic so allow() on a closed breaker takes

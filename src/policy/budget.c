@@ -1,8 +1,9 @@
-/* budget.c - R3 retry budget: a lock-free token bucket that keeps retries a
- * bounded share of the traffic to one target. Retries withdraw tokens,
- * successes put some back; when the bucket runs dry retries stop (no retry
- * storms). The count lives in one atomic int updated by CAS loops, so it
- * never goes below zero nor above the capacity. */
+/* budget.c - the retry budget (docs/breaker.md, "Retry budget"): a
+ * lock-free token bucket that keeps retries a bounded share of the traffic
+ * to one target. Retries withdraw tokens, successes put some back; when the
+ * bucket runs dry retries stop (no retry storms). The count lives in one
+ * atomic int updated by CAS loops, so it never goes below zero nor above
+ * the capacity. */
 #include "internal.h"
 
 #include <stdatomic.h>

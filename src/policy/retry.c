@@ -1,9 +1,10 @@
-/* retry.c - R2 retry policy and executor. tether_retry_run calls the
- * caller's operation until it succeeds or the policy stops: a permanent
- * failure, max attempts, the overall deadline (no pause or attempt is
- * started that would overrun it), the idempotency gate, an exhausted retry
- * budget (R3) or an open circuit breaker (R4). Pauses come from the R1
- * backoff, whose state lives on the run's stack: a run allocates nothing.
+/* retry.c - the retry policy and executor (docs/retry.md). tether_retry_run
+ * calls the caller's operation until it succeeds or the policy stops: a
+ * permanent failure, max attempts, the overall deadline (no pause or
+ * attempt is started that would overrun it), the idempotency gate, an
+ * exhausted retry budget or an open circuit breaker (docs/retry.md, "Budget
+ * and breaker"). Pauses come from the backoff (backoff.c, docs/backoff.md),
+ * whose state lives on the run's stack: a run allocates nothing.
  *
  * No cascading: a thread-local depth counter makes a run started inside
  * another run (on the same thread) try exactly once, so only the outermost

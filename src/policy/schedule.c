@@ -3,16 +3,18 @@
  * own clock's time, performs it (an attempt, a pause, a provisioning call),
  * reports provisioning outcomes and asks again.
  *
- *   mirroring  (seed 000, SqlClient's LoginWithFailover): principal and
- *              partner alternate; attempt n gets 0.08 x LoginTimeout x
- *              (n/2 + 1), capped by the time left; after every pair a pause
- *              of 100, 200, 400, 800 ms, then 1 s; a pause that would reach
- *              the login timeout ends the loop.
+ *   mirroring  (SqlClient's LoginWithFailover; docs/schedules.md,
+ *              "Mirroring"): principal and partner alternate; attempt n
+ *              gets 0.08 x LoginTimeout x (n/2 + 1), capped by the time
+ *              left; after every pair a pause of 100, 200, 400, 800 ms,
+ *              then 1 s; a pause that would reach the login timeout ends
+ *              the loop.
  *   sequential every host, each of its ports, then a backoff pause and a
- *              new pass.
- *   streaming  (seed 003): a random 1-5 s delay, provisioning (the delay
- *              doubles up to 60 s on failure), every host and port, then
- *              the delay doubles and provisioning starts over.
+ *              new pass (docs/schedules.md, "Sequential").
+ *   streaming  (docs/schedules.md, "Streaming"): a random 1-5 s delay,
+ *              provisioning (the delay doubles up to 60 s on failure),
+ *              every host and port, then the delay doubles and
+ *              provisioning starts over.
  *
  * See docs/schedules.md. */
 #include "backoff.h"

@@ -1,14 +1,15 @@
-/* spec.c - R5 policy specifications: parses one-line specs such as
- * "exponential base=100ms max=60s jitter=full attempts=5 deadline=30s" into
- * retry, breaker and budget options, and durations such as "250ms".
+/* spec.c - policy specifications (docs/policy-spec.md): parses one-line
+ * specs such as "exponential base=100ms max=60s jitter=full attempts=5
+ * deadline=30s" into retry, breaker and budget options, and durations such
+ * as "250ms".
  *
- * The grammar is documented in docs/policy-spec.md. Parsing works in place
- * over the caller's string with (pointer, length) tokens: no allocation and
- * no locale (numbers are converted by hand, floats exactly, without strtod,
- * so a process that called setlocale() still reads "0.5" as one half). Each
- * parser fills a local copy of the options and commits it only on success:
- * on error the caller's options are unchanged and err (TETHER_ESPEC) names
- * the key and the value. */
+ * The grammar is documented in docs/policy-spec.md, "Grammar". Parsing
+ * works in place over the caller's string with (pointer, length) tokens: no
+ * allocation and no locale (numbers are converted by hand, floats exactly,
+ * without strtod, so a process that called setlocale() still reads "0.5" as
+ * one half). Each parser fills a local copy of the options and commits it
+ * only on success: on error the caller's options are unchanged and err
+ * (TETHER_ESPEC) names the key and the value. */
 #include "internal.h"
 
 #include <float.h>

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # test_plan.sh - `tether plan`: the JSON contract (with the seed on every
-# line), the seed-000 mirroring table (15 s: budgets 1.2/1.2/2.4/2.4/3.6/3.6
-# s, pauses 100 and 200 ms), fast failures (--fail-after), the seed-003
-# streaming order (hosts x ports, doubling pauses), sequential backoffs and
-# their failing sequence by default, plans reproduced from their seed,
-# --spec against a backoff --strategy, human output, --help and input errors
-# (exit 2, option named). Uses grep/awk/sed only.
+# line), the mirroring table (docs/schedules.md, "Mirroring"; 15 s: budgets
+# 1.2/1.2/2.4/2.4/3.6/3.6 s, pauses 100 and 200 ms), fast failures
+# (--fail-after), the streaming order (docs/schedules.md, "Streaming": hosts
+# x ports, doubling pauses), sequential backoffs and their failing sequence
+# by default, plans reproduced from their seed, --spec against a backoff
+# --strategy, human output, --help and input errors (exit 2, option named).
+# Uses grep/awk/sed only.
 set -euo pipefail
 bin=${1:?usage: test_plan.sh TETHER_BINARY}
 fail() { echo "FAIL: $*" >&2; exit 1; }

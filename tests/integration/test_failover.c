@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../support/clock.h"
 #include "../support/faultproxy.h"
 #include "../support/thread_time.h"
 #include "tether.h"
@@ -32,12 +33,6 @@
 static const char *cluster_script, *proxy_bin;
 static char base[512]; /* user, password, dbname */
 static int primary_port, standby_port;
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void cluster(const char *fmt, ...) {
     char args[256], cmd[1024];

@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../support/clock.h"
 #include "tether.h"
 #include "tether_pq.h"
 
@@ -46,12 +47,6 @@
 static const char *cluster_script;
 static char base[512];
 static int primary_port, standby_port;
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void cluster(const char *verb, const char *node) {
     char cmd[1024];

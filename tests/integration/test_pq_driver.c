@@ -20,6 +20,8 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include "../support/clock.h"
+#include "../support/net.h"
 #include "../support/thread_time.h"
 #include "driver.h"
 #include "pq.h"
@@ -45,12 +47,6 @@ static struct {
 #define DRV tether_driver_pq()
 
 /* ---- helpers ---------------------------------------------------------- */
-
-static double mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 static const char *getenv_or(const char *name, const char *dflt) {
     const char *v = getenv(name);
@@ -84,11 +80,11 @@ static tether__pq_params *good;
 static void *open_conn(int port) {
     void *conn = NULL;
     tether_error err;
-    double t0 = mono_ms();
+    double t0 = now_ms_f();
     int rc;
     while ((rc = try_connect(good, port, 10000, &conn, &err)) ==
                TETHER_ETHROTTLED &&
-           mono_ms() - t0 < 3000)
+           now_ms_f() - t0 < 3000)
         usleep(10000);
     if (rc)
         fail_msg("connect to %d: %s (%s)", port, err.message,
@@ -123,19 +119,6 @@ static void scalar(void *conn, const char *sql, char *buf, size_t cap) {
         fail_msg("%s: %s", sql, PQresultErrorMessage(r));
     snprintf(buf, cap, "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
-}
-
-/* closed_port returns a loopback port nobody listens on. */
-static int closed_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    close(fd);
-    return ntohs(a.sin_port);
 }
 
 /* ---- connect and roles ------------------------------------------------ */
@@ -324,9 +307,9 @@ static void test_closed_port(void **state) {
     (void)state;
     void *conn;
     tether_error err;
-    double t0 = mono_ms();
+    double t0 = now_ms_f();
     int rc = try_connect(good, closed_port(), 5000, &conn, &err);
-    double took = mono_ms() - t0;
+    double took = now_ms_f() - t0;
     assert_int_equal(rc, TETHER_ECONNECT);
     assert_int_equal(err.cls, TETHER_CLASS_TRANSIENT);
     assert_int_equal(err.not_sent, 1);
@@ -362,10 +345,10 @@ static void gone(void *conn, int pid) {
     char sql[96], v[8] = "";
     snprintf(sql, sizeof(sql),
              "SELECT count(*) FROM pg_stat_activity WHERE pid = %d", pid);
-    double t0 = mono_ms();
+    double t0 = now_ms_f();
     for (;;) {
         scalar(conn, sql, v, sizeof(v));
-        if (strcmp(v, "0") == 0 || mono_ms() - t0 > 3000)
+        if (strcmp(v, "0") == 0 || now_ms_f() - t0 > 3000)
             break;
         usleep(2000);
     }
@@ -505,15 +488,15 @@ static void test_promotion_marks_fatal(void **state) {
     assert_int_equal(system(cmd), 0);
     /* The report comes with a statement's answer; reset compares once per
      * 10 ms tick, so the reset after a 20 ms pause must see it. */
-    double t0 = mono_ms();
+    double t0 = now_ms_f();
     int rc = 0;
-    while (rc != TETHER__FATAL && mono_ms() - t0 < 10000) {
+    while (rc != TETHER__FATAL && now_ms_f() - t0 < 10000) {
         assert_int_equal(exec_err(conn, "SELECT 1", &err), 0);
         usleep(20000);
         rc = DRV->reset(conn, NULL, &err);
     }
     printf("    reset() == TETHER__FATAL %.0f ms after the promotion\n",
-           mono_ms() - t0);
+           now_ms_f() - t0);
     assert_int_equal(rc, TETHER__FATAL);
     assert_int_equal(DRV->role(conn), TETHER_ROLE_PRIMARY);
     /* up, not broken, but never to be handed out again */

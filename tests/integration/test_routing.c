@@ -1,4 +1,4 @@
-/* test_routing.c - read/write routing (E2, docs/routing.md) against the
+/* test_routing.c - read/write routing (docs/routing.md) against the
  * real scratch cluster, a primary and a streaming standby:
  *
  *   scripts/pg-cluster run -- test_routing FAULTPROXY
@@ -32,23 +32,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../support/clock.h"
 #include "tether.h"
 #include "tether_pq.h"
 
 static char base[1024]; /* both nodes, user, password, dbname */
 static int primary_port, standby_port;
 static const char *proxy_bin; /* faultproxy: a second way to the standby */
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* A superuser session on one node, over the unix socket. */
 static PGconn *su(int port) {

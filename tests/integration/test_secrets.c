@@ -35,6 +35,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include "../support/net.h"
 #include "conninfo.h"
 #include "tether.h"
 #include "tether_pq.h"
@@ -180,31 +181,6 @@ static void superuser_sql(const char *sql) {
         fprintf(stderr, "test_secrets: superuser SQL failed: %s\n", sql);
         exit(2);
     }
-}
-
-/* A loopback port nothing listens on (bound, then closed). */
-static int closed_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t n = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, n), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &n), 0);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
-/* A loopback listener that never accepts: a connect reaches the accept
- * queue and the startup packet is never answered. *fd to close later. */
-static int silent_port(int *fd) {
-    *fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t n = sizeof(a);
-    assert_int_equal(bind(*fd, (struct sockaddr *)&a, n), 0);
-    assert_int_equal(listen(*fd, 16), 0);
-    assert_int_equal(getsockname(*fd, (struct sockaddr *)&a, &n), 0);
-    return ntohs(a.sin_port);
 }
 
 /* The conninfo of the scratch primary as user with password. */
@@ -449,8 +425,10 @@ static void test_connect_failures(void **state) {
              env.host, env.host, closed, env.port, env.user, env.db);
     assert_int_not_equal(connect_once("refused-then-auth", ci), 0);
     /* A server that never answers: the attempt and login timeouts. */
-    int fd;
-    int silent = silent_port(&fd);
+    /* A loopback listener that never accepts: a connect reaches the
+     * accept queue and the startup packet is never answered. */
+    int silent;
+    int fd = loopback_listener(&silent);
     snprintf(extra, sizeof(extra),
              "port=%d tether_attempt_timeout=300ms tether_login_timeout=900ms",
              silent);

@@ -1,4 +1,4 @@
-/* test_statements.c - statements with deadlines (S1, docs/statements.md)
+/* test_statements.c - statements with deadlines (docs/statements.md)
  * against the real scratch cluster's primary:
  *
  *   scripts/pg-cluster run -- test_statements FAULTPROXY
@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../support/clock.h"
 #include "../support/faultproxy.h"
 #include "../support/thread_time.h"
 #include "tether.h"
@@ -53,11 +54,6 @@ static void check_late(const thread_time *a, const thread_time *b,
                   wall, slept, deadline_ms);
     assert_true(wall >= deadline_ms - 1);
     assert_true(slept <= deadline_ms + LATE_MS);
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 static tether_pool *open_pool(int port, const char *extra) {

@@ -13,6 +13,7 @@
 
 #include <string.h>
 
+#include "../support/sim_pool.h"
 #include "tether.h"
 #include "tether_event.h"
 #include "tether_sim.h"
@@ -43,22 +44,16 @@ static void on_completion(tether_completion *c, void *arg) {
         tether_lease_release(c->lease);
 }
 
-static void make_pool(tether_sim **sim, tether_pool **pool) {
+/* A pool of 2 on the real clock, strict FIFO, both connections made: the
+ * order completions arrive in is the queue's. */
+static void make_pool(sim_pool *f) {
     tether_sim_opts so;
-    tether_sim_opts_init(&so);
-    assert_int_equal(tether_sim_create(sim, &so, NULL), 0);
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
-    po.driver = tether_driver_sim();
-    po.driver_ctx = *sim;
+    sim_pool_opts(f, -1, &so, &po);
     po.max_size = 2;
     po.barge_limit_us = 0;
-    assert_int_equal(tether_pool_create(pool, &po, NULL), 0);
-    tether_lease *l[2]; /* both connections made: the order is the queue's */
-    for (int i = 0; i < 2; i++)
-        assert_int_equal(tether_pool_acquire(*pool, 1000, &l[i], NULL), 0);
-    for (int i = 0; i < 2; i++)
-        tether_lease_release(l[i]);
+    sim_pool_open(f, &so, &po);
+    sim_pool_warm(f, 2);
 }
 
 static void start_all(tether_pool *pool, tether_cq *cq) {
@@ -77,10 +72,11 @@ static void check_order(const run *r) {
 
 static void test_uv(void **state) {
     (void)state;
-    tether_sim *sim;
-    tether_pool *pool;
-    make_pool(&sim, &pool);
+    sim_pool f;
+    make_pool(&f);
+    tether_pool *pool = f.pool;
     tether_cq *cq = tether_cq_create(NULL);
+    assert_non_null(cq);
     uv_loop_t loop;
     assert_int_equal(uv_loop_init(&loop), 0);
     run r;
@@ -110,16 +106,16 @@ static void test_uv(void **state) {
     assert_int_equal(tether_uv_create(&w, NULL, cq, on_completion, &r, &err),
                      TETHER_EINVAL);
     tether_cq_destroy(cq);
-    tether_pool_destroy(pool);
-    tether_sim_destroy(sim);
+    sim_pool_close(&f);
 }
 
 static void test_libevent(void **state) {
     (void)state;
-    tether_sim *sim;
-    tether_pool *pool;
-    make_pool(&sim, &pool);
+    sim_pool f;
+    make_pool(&f);
+    tether_pool *pool = f.pool;
     tether_cq *cq = tether_cq_create(NULL);
+    assert_non_null(cq);
     struct event_base *base = event_base_new();
     assert_non_null(base);
     run r;
@@ -139,8 +135,7 @@ static void test_libevent(void **state) {
         TETHER_EINVAL);
     event_base_free(base);
     tether_cq_destroy(cq);
-    tether_pool_destroy(pool);
-    tether_sim_destroy(sim);
+    sim_pool_close(&f);
 }
 
 int main(void) {

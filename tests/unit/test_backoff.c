@@ -1,5 +1,5 @@
-/* test_backoff.c - R1 backoff schedules: every kind, every jitter mode,
- * presets, bounds and spread over many seeds, validation. */
+/* test_backoff.c - backoff schedules (docs/backoff.md): every kind, every
+ * jitter mode, presets, bounds and spread over many seeds, validation. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,6 +1,7 @@
-/* test_breaker.c - unit tests for the R4 circuit breaker, on the virtual
- * clock: consecutive and ratio modes, the blocking-period timeline, the
- * single half-open probe under concurrency, callbacks, isolate/reset. */
+/* test_breaker.c - unit tests for the circuit breaker (docs/breaker.md), on
+ * the virtual clock: consecutive and ratio modes, the blocking-period
+ * timeline, the single half-open probe under concurrency, callbacks,
+ * isolate/reset. */
 /* cmocka.h needs these headers first, in this order. */
 /* clang-format off */
 #include <stdarg.h>
@@ -10,6 +11,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include "../support/clock.h"
 #include "tether.h"
 #include "tether_sim.h"
 
@@ -17,8 +19,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-
-#define MS 1000000LL /* ns per ms */
 
 typedef struct fixture {
     tether_vclock *vc;

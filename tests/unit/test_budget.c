@@ -1,4 +1,5 @@
-/* test_budget.c - unit tests for the R3 retry budget (token bucket). */
+/* test_budget.c - unit tests for the retry budget, a token bucket
+ * (docs/breaker.md, "Retry budget"). */
 /* cmocka.h needs these headers first, in this order. */
 /* clang-format off */
 #include <stdarg.h>

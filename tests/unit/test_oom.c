@@ -32,11 +32,10 @@
 #include <unistd.h>
 #include <execinfo.h>
 
+#include "../support/clock.h"
 #include "conninfo.h"
 #include "tether.h"
 #include "tether_sim.h"
-
-#define MS 1000000LL
 
 /* ---- the failing allocator ---------------------------------------------- */
 
@@ -558,11 +557,6 @@ static void bg_log(void *ctx, tether_log_level level, const char *msg) {
     (void)level;
     if (strstr(msg, "background") && strstr(msg, "memory"))
         atomic_store(&bg_logged, 1);
-}
-
-static void sleep_ms(int ms) {
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
 }
 
 /* A pool on the real clock warms up to min_size on worker threads; with

@@ -15,6 +15,8 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include "../support/clock.h"
+#include "../support/net.h"
 #include "driver.h"
 #include "pq.h"
 #include "tether.h"
@@ -469,35 +471,6 @@ static void test_driver_table(void **state) {
 
 /* ---- loopback connects (no PostgreSQL needed) ------------------------- */
 
-static int64_t mono_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* listener opens a loopback listener (never accepting) and returns its fd;
- * *port receives the port. */
-static int listener(int *port) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    assert_true(fd >= 0);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(listen(fd, 8), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
-/* closed_port returns a loopback port nobody listens on (just released). */
-static int closed_port(void) {
-    int port;
-    close(listener(&port));
-    return port;
-}
-
 static tether__pq_params *test_params(void) {
     const char *keys[] = {"user", "password", "dbname", "sslmode"};
     const char *vals[] = {"u", "pw-never-shown", "d", "disable"};
@@ -516,10 +489,10 @@ static void test_connect_refused(void **state) {
     tether__endpoint ep = {"db.invalid", "127.0.0.1", port, -1};
     void *conn = (void *)1;
     tether_error err;
-    int64_t t0 = mono_ms();
+    int64_t t0 = now_ms();
     int rc = tether__driver_connect(tether_driver_pq(), p, &ep, 5000, NULL,
                                     &conn, &err);
-    int64_t took = mono_ms() - t0;
+    int64_t took = now_ms() - t0;
     assert_int_equal(rc, TETHER_ECONNECT);
     assert_null(conn);
     assert_int_equal(err.cls, T);
@@ -556,7 +529,8 @@ static void test_connect_budget_blackhole(void **state) {
     (void)state;
     tether__pq_params *p = test_params();
     int port;
-    int fd = listener(&port); /* accepts the TCP handshake, never answers */
+    int fd =
+        loopback_listener(&port); /* accepts the TCP handshake, never answers */
     tether__endpoint ep = {"127.0.0.1", NULL, port, -1};
     for (int budget = 20; budget <= 100; budget += 80) {
         void *conn;

@@ -27,6 +27,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "../support/clock.h"
 #include "connector.h"
 #include "tether.h"
 
@@ -66,12 +67,6 @@ static void open_gate(void) {
     gate_open = 1;
     pthread_cond_broadcast(&gate_cv);
     pthread_mutex_unlock(&gate_mu);
-}
-
-static int64_t mono_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 /* Waits up to 10 s for every lookup to be freed; returns what is left. */
@@ -126,9 +121,9 @@ static void test_timed_out_lookup_is_freed_when_it_finishes(void **state) {
     (void)state;
     char addrs[TETHER__MAX_ADDRS][64];
     tether_error err = {0};
-    int64_t t0 = mono_ms();
+    int64_t t0 = now_ms();
     int n = tether__resolve("slow.example", 50, addrs, &err);
-    int64_t took = mono_ms() - t0;
+    int64_t took = now_ms() - t0;
     assert_int_equal(n, TETHER_ETIMEDOUT);
     assert_int_equal(err.cls, TETHER_CLASS_TRANSIENT);
     assert_non_null(strstr(err.message, "took longer than 50 ms"));
@@ -163,9 +158,9 @@ static void test_signal_does_not_end_wait(void **state) {
     setitimer(ITIMER_REAL, &every20, NULL);
     char addrs[TETHER__MAX_ADDRS][64];
     tether_error err = {0};
-    int64_t t0 = mono_ms();
+    int64_t t0 = now_ms();
     int n = tether__resolve("slow.example", 300, addrs, &err);
-    int64_t took = mono_ms() - t0;
+    int64_t took = now_ms() - t0;
     setitimer(ITIMER_REAL, &off, NULL);
     sigaction(SIGALRM, &old, NULL);
     assert_int_equal(n, TETHER_ETIMEDOUT);

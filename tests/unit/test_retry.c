@@ -1,6 +1,6 @@
-/* test_retry.c - unit tests for the R2 retry policy and executor, on a
- * virtual clock: attempts, pauses and deadlines are checked to the
- * millisecond, so a schedule that is merely "close" fails. */
+/* test_retry.c - unit tests for the retry policy and executor
+ * (docs/retry.md), on a virtual clock: attempts, pauses and deadlines are
+ * checked to the millisecond, so a schedule that is merely "close" fails. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "../support/clock.h"
 #include "tether.h"
 #include "tether_sim.h"
 
@@ -15,7 +16,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MS 1000000LL
 #define T0 (7 * 1000 * MS) /* the virtual clock starts at 7 s, not 0 */
 #define MAXREC 64
 

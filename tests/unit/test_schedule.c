@@ -1,8 +1,9 @@
-/* test_schedule.c - connection schedules: the seed-000 mirroring table
- * (budgets, pauses, the remaining-time cap, fast failures, infinite login
- * timeout), the seed-003 streaming reconnect (random start, order, doubling,
- * provisioning failures), sequential passes with backoff pauses, and option
- * validation. Time is simulated: every attempt fails after
+/* test_schedule.c - connection schedules (docs/schedules.md): the
+ * mirroring table (docs/schedules.md, "Mirroring": budgets, pauses, the
+ * remaining-time cap, fast failures, infinite login timeout), the streaming
+ * reconnect ("Streaming": random start, order, doubling, provisioning
+ * failures), sequential passes with backoff pauses ("Sequential"), and
+ * option validation. Time is simulated: every attempt fails after
  * min(fail_after, budget), pauses take their delay, provisioning is instant.
  */
 /* cmocka.h needs these headers first, in this order. */

@@ -14,6 +14,7 @@
 #include <cmocka.h>
 /* clang-format on */
 
+#include "../support/clock.h"
 #include "driver.h"
 #include "tether.h"
 #include "tether_sim.h"
@@ -23,8 +24,6 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
-
-#define MS 1000000LL /* ns per ms */
 
 /* ---- helpers ---------------------------------------------------------- */
 

@@ -24,38 +24,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "../support/net.h"
 #include "tether.h"
 #include "tether_driver.h"
 
 /* ---- loopback servers -------------------------------------------------- */
-
-/* A listening socket on 127.0.0.1; its port in *port. */
-static int listen_on(int *port) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(listen(fd, 16), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
-/* A port nothing listens on: bound (so the kernel picked it), then
- * closed. */
-static int closed_port(void) {
-    int port;
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET,
-                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-    assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-    port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
 
 /* Accept one connection within 2 s (-1 when none came). */
 static int accept_one(int lfd) {
@@ -100,7 +73,7 @@ static tether_connector *make(const char *ci, tether_tcp *t, evlog *log,
  * (transient), the first listening one connects. */
 static void test_ports_in_turn(void **state) {
     (void)state;
-    int live, lfd = listen_on(&live);
+    int live, lfd = loopback_listener(&live);
     int d1 = closed_port(), d2 = closed_port();
     char ci[256];
     snprintf(ci, sizeof(ci),
@@ -182,7 +155,7 @@ static int provide(void *ctx, char *buf, size_t cap) {
  * port, tried in turn. */
 static void test_provisioning(void **state) {
     (void)state;
-    int live, lfd = listen_on(&live);
+    int live, lfd = loopback_listener(&live);
     int d1 = closed_port(), d2 = closed_port();
     const char *strategies[] = {"sequential", "streaming"};
     for (int k = 0; k < 2; k++) {
@@ -299,7 +272,7 @@ static tether_pool *make_pool(tether_connector *c) {
  * and the pool makes a new one; a failed reset discards. */
 static void test_pool_hooks_and_peek(void **state) {
     (void)state;
-    int live, lfd = listen_on(&live);
+    int live, lfd = loopback_listener(&live);
     char ci[128];
     snprintf(ci, sizeof(ci),
              "host=127.0.0.1 port=%d tether_attempt_timeout=700ms", live);
@@ -399,7 +372,7 @@ static void test_errors(void **state) {
         fail_msg("message \"%s\"", err.message);
     tether_connector_destroy(c);
     /* a setup hook's failure is the connect's */
-    int live, lfd = listen_on(&live);
+    int live, lfd = loopback_listener(&live);
     char ci[128];
     snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d", live);
     tether_tcp_opts o;
@@ -423,7 +396,7 @@ static int refuse_setup(void *ctx, tether_tcp_conn *c, int64_t t,
 
 static void test_setup_fails(void **state) {
     (void)state;
-    int live, lfd = listen_on(&live);
+    int live, lfd = loopback_listener(&live);
     char ci[128];
     snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d", live);
     tether_tcp_opts o;
@@ -448,7 +421,7 @@ static void test_setup_fails(void **state) {
  * leaves O_NONBLOCK. A pool without a connector has no endpoint. */
 static void test_socket_options(void **state) {
     (void)state;
-    int live, lfd = listen_on(&live);
+    int live, lfd = loopback_listener(&live);
     char ci[128];
     snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d", live);
     for (int nb = 0; nb <= 1; nb++) {
