@@ -242,6 +242,15 @@ typedef struct tether_allocator {
  * one that can free what the previous one allocated). */
 TETHER_API int tether_set_allocator(const tether_allocator *a);
 
+/* tether_calloc allocates n zeroed blocks of size bytes through the
+ * allocator in place, as the library does for its own objects (for code
+ * built on the public headers, such as the event-loop adapters). Returns
+ * NULL when out of memory or when n * size overflows. */
+TETHER_API void *tether_calloc(size_t n, size_t size);
+
+/* tether_free frees a block from tether_calloc (NULL is ignored). */
+TETHER_API void tether_free(void *p);
+
 /* ------------------------------------------------------------------------ */
 /* Clocks                                                                   */
 /* ------------------------------------------------------------------------ */

@@ -32,7 +32,7 @@ int tether_levent_create(tether_levent **out, struct event_base *base,
                                 "tether_levent_create: out, base, cq and fn "
                                 "are required");
     *out = NULL;
-    tether_levent *w = calloc(1, sizeof(*w));
+    tether_levent *w = tether_calloc(1, sizeof(*w));
     if (!w)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
@@ -44,7 +44,7 @@ int tether_levent_create(tether_levent **out, struct event_base *base,
     if (!w->ev || event_add(w->ev, NULL) != 0) {
         if (w->ev)
             event_free(w->ev);
-        free(w);
+        tether_free(w);
         return tether_error_set(err, TETHER_EIO, TETHER_CLASS_PERMANENT,
                                 "tether_levent_create: cannot add the event");
     }
@@ -56,5 +56,5 @@ void tether_levent_destroy(tether_levent *w) {
     if (!w)
         return;
     event_free(w->ev); /* deletes it first */
-    free(w);
+    tether_free(w);
 }

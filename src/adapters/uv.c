@@ -28,7 +28,7 @@ static void on_ready(uv_poll_t *h, int status, int events) {
 }
 
 static void on_closed(uv_handle_t *h) {
-    free(h);
+    tether_free(h);
 }
 
 static int uv_failed(tether_error *err, int rc) {
@@ -43,7 +43,7 @@ int tether_uv_create(tether_uv **out, uv_loop_t *loop, tether_cq *cq,
                                 "tether_uv_create: out, loop, cq and fn are "
                                 "required");
     *out = NULL;
-    tether_uv *w = calloc(1, sizeof(*w));
+    tether_uv *w = tether_calloc(1, sizeof(*w));
     if (!w)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
@@ -52,7 +52,7 @@ int tether_uv_create(tether_uv **out, uv_loop_t *loop, tether_cq *cq,
     w->arg = arg;
     int rc = uv_poll_init(loop, &w->poll, tether_cq_fd(cq));
     if (rc != 0) {
-        free(w); /* no handle yet: no close callback to wait for */
+        tether_free(w); /* no handle yet: no close callback to wait for */
         return uv_failed(err, rc);
     }
     rc = uv_poll_start(&w->poll, UV_READABLE, on_ready);

@@ -95,3 +95,11 @@ void tether__aligned_free(void *p) {
     memcpy(&off, (unsigned char *)p - sizeof(size_t), sizeof(off));
     tether__free((unsigned char *)p - off);
 }
+
+void *tether_calloc(size_t n, size_t size) {
+    return tether__calloc(n, size);
+}
+
+void tether_free(void *p) {
+    tether__free(p);
+}

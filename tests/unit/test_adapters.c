@@ -2,8 +2,10 @@
  * docs/evloop.md) over the sim driver: acquires started on a pool of 2
  * arrive through each loop's callback, in order, one call per completion,
  * leases released from the callback hand the connections on; a timeout
- * arrives the same way; destroy is clean. Linked with the shared library
- * and both adapters, so built only when both are (tests/CMakeLists.txt). */
+ * arrives the same way; destroy is clean; both allocate through tether's
+ * allocator (tether_set_allocator) and report running out of memory.
+ * Linked with the shared library and both adapters, so built only when
+ * both are (tests/CMakeLists.txt). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +13,7 @@
 
 #include <cmocka.h>
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "../support/sim_pool.h"
@@ -138,10 +141,75 @@ static void test_libevent(void **state) {
     sim_pool_close(&f);
 }
 
+/* ---- both adapters allocate through tether's allocator -------------- */
+
+static int allocs, frees, fail_allocs;
+
+static void *counting_malloc(void *ctx, size_t n) {
+    (void)ctx;
+    if (fail_allocs)
+        return NULL;
+    allocs++;
+    return malloc(n);
+}
+
+static void *counting_realloc(void *ctx, void *p, size_t n) {
+    (void)ctx;
+    return fail_allocs ? NULL : realloc(p, n);
+}
+
+static void counting_free(void *ctx, void *p) {
+    (void)ctx;
+    frees++;
+    free(p);
+}
+
+static void test_allocator(void **state) {
+    (void)state;
+    tether_cq *cq = tether_cq_create(NULL);
+    assert_non_null(cq);
+    tether_allocator a = {counting_malloc, counting_realloc, counting_free,
+                          NULL};
+    assert_int_equal(tether_set_allocator(&a), 0);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    struct event_base *base = event_base_new();
+    assert_non_null(base);
+    run r;
+    memset(&r, 0, sizeof(r));
+    tether_uv *u;
+    tether_levent *e;
+    assert_int_equal(tether_uv_create(&u, &loop, cq, on_completion, &r, NULL),
+                     0);
+    assert_int_equal(
+        tether_levent_create(&e, base, cq, on_completion, &r, NULL), 0);
+    assert_int_equal(allocs, 2);
+    tether_uv_destroy(u);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0); /* the close */
+    tether_levent_destroy(e);
+    assert_int_equal(frees, 2);
+    /* out of memory: a clear error, nothing created */
+    fail_allocs = 1;
+    tether_error err;
+    u = (tether_uv *)&r;
+    assert_int_equal(tether_uv_create(&u, &loop, cq, on_completion, &r, &err),
+                     TETHER_ENOMEM);
+    assert_null(u);
+    assert_int_equal(
+        tether_levent_create(&e, base, cq, on_completion, &r, &err),
+        TETHER_ENOMEM);
+    fail_allocs = 0;
+    assert_int_equal(tether_set_allocator(NULL), 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    event_base_free(base);
+    tether_cq_destroy(cq);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uv),
         cmocka_unit_test(test_libevent),
+        cmocka_unit_test(test_allocator),
     };
     return cmocka_run_group_tests_name("adapters", tests, NULL, NULL);
 }
