@@ -16,7 +16,7 @@
  *                      costs tens of microseconds, a clock read ~25 ns), and
  *                      so is the part that gets a connection (the "wait"),
  *                      into per-thread log-linear histograms (percentiles
- *                      within ~3 %, max exact; src/cli/hist.h, the one
+ *                      within ~3 %, max exact; src/lab/hist.h, the one
  *                      `tether bench query` uses), merged at the end
  *   - reporting:       one JSON line with the shape of `tether bench query
  *                      --json`, or one human-readable line
@@ -42,7 +42,7 @@
 #include <time.h>
 
 #include "bench_base.h"
-#include "../../src/cli/hist.h" /* the histogram of `tether bench query` */
+#include "../../src/lab/hist.h" /* the histogram of `tether bench query` */
 
 #define Q_CACHELINE 64
 
