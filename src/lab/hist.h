@@ -10,8 +10,8 @@
  * inline: no library or object to link, and lat_hist_add inlines into the
  * timed loops. Not thread-safe: one histogram per thread, merged at the end.
  */
-#ifndef TETHER_CLI_HIST_H
-#define TETHER_CLI_HIST_H
+#ifndef TETHER_LAB_HIST_H
+#define TETHER_LAB_HIST_H
 
 #include <stdint.h>
 
