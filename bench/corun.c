@@ -23,7 +23,7 @@
  * the client's cores, a backend that gets its next query before it has
  * gone back to sleep saves a wake-up, so throughput falls faster than the
  * gap's CPU cost alone would say. */
-#include "peers/query_common.c"
+#include "query_common.h"
 
 #include <tether.h>
 

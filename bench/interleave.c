@@ -44,7 +44,7 @@
  * and end of its phases, not per statement) over the statements its
  * phases did, settle time included; threads that only sleep through a
  * phase are not counted. */
-#include "peers/query_common.c"
+#include "query_common.h"
 
 #include <tether.h>
 

@@ -11,7 +11,7 @@
  *   - a run driver:     start barrier, timed window, stop flag, join
  *   - per-thread state: cache-line aligned, written only by its owner
  *   - a wait histogram: log-linear, fixed size, O(1) insert, no allocation
- *                       (src/cli/hist.h, the one `tether bench cycle` uses)
+ *                       (bench/support/hist.h, the one `tether bench cycle` uses)
  *   - reporting:        one JSON line, or one human-readable line
  */
 #ifndef TETHER_BENCH_PEER_COMMON_H
@@ -31,7 +31,7 @@
 #include <stdlib.h>
 
 #include "bench_base.h"
-#include "../../src/cli/hist.h" /* the histogram of `tether bench cycle` */
+#include "hist.h" /* the histogram of `tether bench cycle` */
 #include <string.h>
 #include <time.h>
 

@@ -12,7 +12,7 @@
  *
  *   query_apr --conninfo C --threads T --pool P --seconds S [--json]
  */
-#include "query_common.c"
+#include "query_common.h"
 
 #include <apr_general.h>
 #include <apr_pools.h>

@@ -10,7 +10,7 @@
  *
  *   query_connect --conninfo C --threads T --seconds S [--json]
  */
-#include "query_common.c"
+#include "query_common.h"
 
 struct conn_ctx {
     const char *conninfo;

@@ -16,7 +16,7 @@
  *   query_dedicated --conninfo C --threads T [--pool P] --seconds S [--json]
  *                   [--impl-name NAME]
  */
-#include "query_common.c"
+#include "query_common.h"
 
 struct ded_ctx {
     const char *conninfo;

@@ -22,7 +22,7 @@
  *
  *   query_zdb --conninfo C --threads T --pool P --seconds S [--json]
  */
-#include "query_common.c"
+#include "query_common.h"
 
 #include <ctype.h>
 #include <sched.h>

@@ -1,10 +1,11 @@
-/* cli.h - shared helpers of the tether command (public header only). */
+/* cli.h - the tether command's shared helpers (argument parsing, usage
+ * errors, JSON strings: main.c) and its subcommands. The commands of
+ * src/cli and those of the lab (src/lab, lab.h) use them; both see the
+ * public headers only (include/). */
 #ifndef TETHER_CLI_H
 #define TETHER_CLI_H
 
 #include "tether.h"
-#include "tether_pq.h"
-#include "tether_sim.h"
 
 #include <getopt.h>
 #include <stdint.h>
@@ -71,41 +72,9 @@ int cli_parse_seconds(const char *cmd, const char *text, int64_t *ms);
  * server messages) replaced by \ufffd, so that the output is valid JSON. */
 void cli_json_str(const char *s);
 
-/* What `tether bench cycle` and `tether bench query` share (bench.c). */
-typedef struct bench_opts {
-    int threads, pool;
-    int64_t seconds_ms;
-    int json;
-} bench_opts;
-
-/* Their shared options' vals; a benchmark's own ones start at BENCH_OPT_OWN.
- */
-enum {
-    BENCH_OPT_THREADS = 256,
-    BENCH_OPT_POOL,
-    BENCH_OPT_SECONDS,
-    BENCH_OPT_JSON,
-    BENCH_OPT_OWN
-};
-
-/* The shared options, for a struct option table. */
-/* clang-format off */
-#define BENCH_OPTIONS                                                         \
-    {"threads", required_argument, NULL, BENCH_OPT_THREADS},                  \
-    {"pool", required_argument, NULL, BENCH_OPT_POOL},                        \
-    {"seconds", required_argument, NULL, BENCH_OPT_SECONDS},                  \
-    {"json", no_argument, NULL, BENCH_OPT_JSON}
-/* clang-format on */
-
-/* bench_take_opt is a cli_opt_fn (of command cmd) for the shared options;
- * any other opt is an unexpected argument. */
-int bench_take_opt(const char *cmd, bench_opts *b, int opt, const char *v);
-
+/* The command's own subcommands (plan.c, probe.c); the lab's are in
+ * lab.h. */
 int cli_plan(int argc, char **argv);
-int cli_sim(int argc, char **argv);
-int cli_bench(int argc, char **argv);
-int cli_bench_query(int argc, char **argv);
 int cli_probe(int argc, char **argv);
-int cli_demo(int argc, char **argv);
 
 #endif

@@ -1,5 +1,6 @@
 /* main.c - the tether command: subcommand dispatch and shared helpers. */
 #include "cli.h"
+#include "lab.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -9,11 +10,11 @@
 
 static const cli_command commands[] = {
     {"plan", "print the connection schedule a strategy follows", cli_plan},
-    {"sim", "simulate a reconnect storm (tether sim storm)", cli_sim},
-    {"bench", "benchmark the pool (tether bench cycle)", cli_bench},
+    {"sim", "simulate a reconnect storm (tether sim storm)", tether__lab_sim},
+    {"bench", "benchmark the pool (tether bench cycle)", tether__lab_bench},
     {"probe", "connect once and show every attempt", cli_probe},
     {"demo", "a live workload while the database fails (scratch cluster)",
-     cli_demo},
+     tether__lab_demo},
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

@@ -5,6 +5,7 @@
  * and a virtual clock doing an idempotent SELECT 1 every 200 ms through
  * tether_pool_run (storm_world.c); a strategy is the connection string its
  * pools are made from. The model counts connects and connection times. */
+#include "lab.h"
 #include "storm.h"
 
 #include <stdlib.h>
@@ -17,7 +18,8 @@
 /* The strategies compared. "default" is what tether_pool_open does with no
  * settings; the others set only the connector's pause between passes
  * (tether_pause: exponential 1 s x2 to 60 s with each jitter mode), or,
- * for streaming, the seed-003 schedule (tether_strategy=streaming). */
+ * for streaming, its own schedule (tether_strategy=streaming,
+ * docs/schedules.md "Streaming"). */
 static const char *const strategy_names[] = {
     "nojitter", "full", "equal", "decorrelated", "streaming", "default"};
 static const char *const strategy_conninfo[] = {
@@ -219,7 +221,7 @@ static int cli_storm(int argc, char **argv) {
     return CLI_OK;
 }
 
-int cli_sim(int argc, char **argv) {
+int tether__lab_sim(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         fprintf(argc < 2 ? stderr : stdout,
                 "usage: tether sim storm [OPTIONS]   (tether sim storm "

@@ -16,13 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef TETHER_SRC_DIR
-#define TETHER_SRC_DIR "."
-#endif
-#ifndef TETHER_FAULTPROXY
-#define TETHER_FAULTPROXY "faultproxy"
-#endif
-
 static int signal_node(const fault_cluster *c, int node, int sig);
 
 static const char *const kind_names[FAULT_NKINDS] = {
@@ -114,10 +107,17 @@ int fault_schedule_random(fault_event *ev, int max, int64_t total_ms,
 
 /* ---- pg-cluster ---------------------------------------------------------- */
 
-/* A helper program: $env, else beside an installed tether
- * (../libexec/tether/name), else where this build made or keeps it. */
-static int find_tool(const char *env, const char *name, const char *built,
-                     char *out, size_t n) {
+/* Where tether's helper programs are, relative to the running tether:
+ * installed, in PREFIX/libexec/tether beside PREFIX/bin/tether; in a build
+ * tree, in libexec/tether beside the tether built there (CMakeLists.txt
+ * puts them there). Never in the source tree: an installed tether must not
+ * depend on it (docs/testing.md, "Faults on a schedule"). */
+static const char *const tool_dirs[] = {"../libexec/tether", "libexec/tether"};
+#define TOOL_DIRS_TEXT "../libexec/tether/ and libexec/tether/ beside tether"
+
+/* A helper program: $env, else the first of tool_dirs beside the running
+ * tether that holds an executable name. */
+static int find_tool(const char *env, const char *name, char *out, size_t n) {
     const char *e = getenv(env);
     if (e && *e) {
         snprintf(out, n, "%s", e);
@@ -125,18 +125,19 @@ static int find_tool(const char *env, const char *name, const char *built,
     }
     char exe[PATH_MAX];
     ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (len > 0) {
-        exe[len] = '\0';
-        char *slash = strrchr(exe, '/');
-        if (slash) {
-            *slash = '\0';
-            int k = snprintf(out, n, "%s/../libexec/tether/%s", exe, name);
-            if (k > 0 && (size_t)k < n && access(out, X_OK) == 0)
-                return 0;
-        }
+    if (len <= 0)
+        return -1;
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    *slash = '\0';
+    for (size_t i = 0; i < sizeof(tool_dirs) / sizeof(tool_dirs[0]); i++) {
+        int k = snprintf(out, n, "%s/%s/%s", exe, tool_dirs[i], name);
+        if (k > 0 && (size_t)k < n && access(out, X_OK) == 0)
+            return 0;
     }
-    int k = snprintf(out, n, "%s", built);
-    return k > 0 && (size_t)k < n ? access(out, X_OK) : -1;
+    return -1;
 }
 
 /* Run prog (pg-cluster or faultproxy) with args (NULL-terminated), its
@@ -329,23 +330,18 @@ static int proxy_mode(const fault_cluster *c, int node, const char *mode) {
 
 int fault_cluster_start(fault_cluster *c, int proxies, char *why, size_t n) {
     memset(c, 0, sizeof(*c));
-    char built[PATH_MAX];
-    snprintf(built, sizeof(built), "%s/scripts/pg-cluster", TETHER_SRC_DIR);
-    if (find_tool("TETHER_PG_CLUSTER", "pg-cluster", built, c->ctl,
-                  sizeof(c->ctl)) != 0) {
+    if (find_tool("TETHER_PG_CLUSTER", "pg-cluster", c->ctl, sizeof(c->ctl)) !=
+        0) {
         say(why, n,
-            "cannot find pg-cluster (tried $TETHER_PG_CLUSTER, "
-            "../libexec/tether/ beside tether, %s)",
-            built);
+            "cannot find pg-cluster (tried $TETHER_PG_CLUSTER, " TOOL_DIRS_TEXT
+            ")");
         return -1;
     }
-    if (proxies &&
-        find_tool("TETHER_FAULTPROXY", "faultproxy", TETHER_FAULTPROXY,
-                  c->proxy_bin, sizeof(c->proxy_bin)) != 0) {
+    if (proxies && find_tool("TETHER_FAULTPROXY", "faultproxy", c->proxy_bin,
+                             sizeof(c->proxy_bin)) != 0) {
         say(why, n,
-            "cannot find faultproxy (tried $TETHER_FAULTPROXY, "
-            "../libexec/tether/ beside tether, %s)",
-            TETHER_FAULTPROXY);
+            "cannot find faultproxy (tried $TETHER_FAULTPROXY, " TOOL_DIRS_TEXT
+            ")");
         return -1;
     }
     const char *args[] = {"start", NULL};

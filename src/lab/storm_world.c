@@ -18,7 +18,7 @@
  * (53300, throttled). */
 #include "storm.h"
 
-#include "driver.h"
+#include "tether_driver.h"
 #include "tether_sim.h"
 
 #include <stdio.h>
@@ -65,7 +65,7 @@ typedef struct world {
     tether_clock clock;
     tether_sim *sim;
     tether_driver drv; /* the sim driver, its connect behind the model */
-    int (*sim_start)(void *, const tether__endpoint *, void **, tether__wait *,
+    int (*sim_start)(void *, const tether_endpoint *, void **, tether_wait *,
                      tether_error *);
     int counting; /* from t = 0 */
     int64_t window;
@@ -166,9 +166,8 @@ static tether_class server_decide(void) {
     return TETHER_CLASS_THROTTLED;
 }
 
-static int model_connect_start(void *ctx, const tether__endpoint *ep,
-                               void **conn, tether__wait *w,
-                               tether_error *err) {
+static int model_connect_start(void *ctx, const tether_endpoint *ep,
+                               void **conn, tether_wait *w, tether_error *err) {
     tether_class cls = server_decide();
     if (cls == TETHER_CLASS_TRANSIENT)
         tether_sim_fail_next(W.sim, 1, TETHER_ECONNECT, cls);

@@ -2,8 +2,10 @@
  * tether pool over the sim driver (no I/O), T threads on a pool of P.
  * With more threads than connections it also samples acquire waits (1 in
  * 64 acquires) to show that no waiter starves. */
-#include "cli.h"
+#include "bench.h"
 #include "hist.h"
+#include "lab.h"
+#include "tether_sim.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -207,7 +209,8 @@ static void bench_usage(FILE *f) {
             " peers:\nbench/run-query.\n");
 }
 
-int bench_take_opt(const char *cmd, bench_opts *b, int opt, const char *v) {
+int tether__bench_take_opt(const char *cmd, bench_opts *b, int opt,
+                           const char *v) {
     switch (opt) {
     case BENCH_OPT_THREADS:
         return cli_parse_count(cmd, "--threads", v, 1, 4096, &b->threads);
@@ -231,16 +234,16 @@ static const struct option cycle_opts[] = {BENCH_OPTIONS, {NULL, 0, NULL, 0}};
 
 /* cli_opt_fn of bench cycle: the shared options only. */
 static int take_opt(void *ctx, int opt, const char *v) {
-    return bench_take_opt(CMD, ctx, opt, v);
+    return tether__bench_take_opt(CMD, ctx, opt, v);
 }
 
-int cli_bench(int argc, char **argv) {
+int tether__lab_bench(int argc, char **argv) {
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
         bench_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_USAGE : CLI_OK;
     }
     if (!strcmp(argv[1], "query"))
-        return cli_bench_query(argc - 1, argv + 1);
+        return tether__lab_bench_query(argc - 1, argv + 1);
     if (strcmp(argv[1], "cycle"))
         return cli_usage_error(
             "bench", "unknown benchmark '%s' (want cycle or query)", argv[1]);

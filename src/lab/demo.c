@@ -20,6 +20,8 @@
  * the breaker's period in force then (demo_check.c). */
 #include "cli.h"
 #include "demo.h"
+#include "lab.h"
+#include "tether_pq.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -1477,7 +1479,7 @@ static void catch_signals(void) {
     signal(SIGPIPE, SIG_IGN);
 }
 
-int cli_demo(int argc, char **argv) {
+int tether__lab_demo(int argc, char **argv) {
     if (cli_want_help(argc, argv)) {
         help();
         return CLI_OK;

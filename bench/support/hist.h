@@ -1,8 +1,9 @@
 /* hist.h - the latency histogram of the benchmarks: `tether bench cycle`
- * and `tether bench query` (src/cli), the cycle peers (through
+ * and `tether bench query` (src/lab), the cycle peers (through
  * bench/peers/peer_common.h), the query peers, bench_corun and
- * bench_interleave (through bench/peers/query_common.c), so that every one
- * of them reports its percentiles the same way.
+ * bench_interleave (through query_common.h), so that every one of them
+ * reports its percentiles the same way. It sits in bench/support, the
+ * benchmarks' shared code (the tether_benchbase include path).
  *
  * Log-linear over nanoseconds: 0..15 exact, then each power of two split
  * into 16 linear sub-buckets (a bucket reports its midpoint: percentiles
@@ -10,8 +11,8 @@
  * inline: no library or object to link, and lat_hist_add inlines into the
  * timed loops. Not thread-safe: one histogram per thread, merged at the end.
  */
-#ifndef TETHER_CLI_HIST_H
-#define TETHER_CLI_HIST_H
+#ifndef TETHER_BENCH_HIST_H
+#define TETHER_BENCH_HIST_H
 
 #include <stdint.h>
 

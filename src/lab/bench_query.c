@@ -27,9 +27,10 @@
  *
  * The peers (bench/peers/query_*.c) print the same JSON line;
  * bench/run-query runs them all side by side. */
+#include "bench.h"
 #include "bench_nodes.h"
-#include "cli.h"
 #include "hist.h"
+#include "tether_pq.h"
 
 #include <libpq-fe.h>
 #include <pthread.h>
@@ -690,7 +691,7 @@ static int take_opt(void *ctx, int opt, const char *v) {
         *(opt == OPT_READ_ONLY ? &o->read_only : &o->prepared) = 1;
         return 0;
     }
-    return bench_take_opt(CMD, &o->b, opt, v);
+    return tether__bench_take_opt(CMD, &o->b, opt, v);
 }
 
 /* declare makes --sql (SELECT 1 without it) a declared statement. */
@@ -705,7 +706,7 @@ static int declare(query_opts *o) {
 }
 
 /* argv[0] is "query"; the options follow. */
-int cli_bench_query(int argc, char **argv) {
+int tether__lab_bench_query(int argc, char **argv) {
     if (cli_want_help(argc, argv)) {
         query_usage(stdout);
         return CLI_OK;

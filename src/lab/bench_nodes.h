@@ -1,7 +1,7 @@
 /* bench_nodes.h - per-node server-side figures for `tether bench query
  * --read-only` (bench_nodes.c). */
-#ifndef TETHER_CLI_BENCH_NODES_H
-#define TETHER_CLI_BENCH_NODES_H
+#ifndef TETHER_LAB_BENCH_NODES_H
+#define TETHER_LAB_BENCH_NODES_H
 
 #include <libpq-fe.h>
 

@@ -1,7 +1,7 @@
 /* demo.h - what `tether demo` (demo.c) hands its timeline drawing
  * (demo_svg.c). */
-#ifndef TETHER_CLI_DEMO_H
-#define TETHER_CLI_DEMO_H
+#ifndef TETHER_LAB_DEMO_H
+#define TETHER_LAB_DEMO_H
 
 #include "faults.h"
 #include "hist.h"

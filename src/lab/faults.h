@@ -10,8 +10,8 @@
  * (the primary stopped, the standby promoted) and a blackhole (the test
  * tree's faultproxy, one in front of each node, drops every byte and
  * accepts nothing: docs/testing.md). */
-#ifndef TETHER_CLI_FAULTS_H
-#define TETHER_CLI_FAULTS_H
+#ifndef TETHER_LAB_FAULTS_H
+#define TETHER_LAB_FAULTS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -70,7 +70,7 @@ typedef struct fault_cluster {
     int proxy_port[2]; /* the fault proxy's port in front of each; 0: none */
     int proxy_pid[2];  /* its process */
     char proxy_ctl[2][300]; /* its control socket */
-    char proxy_bin[4096];   /* tests/tools/faultproxy */
+    char proxy_bin[4096];   /* faultproxy (tests/tools/faultproxy.c) */
     _Atomic int writable;   /* which node takes writes now (0 or 1) */
     int standby_up;         /* the other node still runs as a standby */
     int rebuild; /* a failover rebuilds the old primary as the standby */
@@ -85,9 +85,10 @@ typedef struct fault_cluster {
 /* fault_cluster_start starts a scratch primary and standby through
  * pg-cluster (its progress lines go to stderr) and, with proxies set,
  * a faultproxy process in front of each node. Both helpers are found
- * through $TETHER_PG_CLUSTER / $TETHER_FAULTPROXY, else in
- * ../libexec/tether beside the running tether, else in this build's
- * trees. Returns 0, or -1 with why filled. */
+ * through $TETHER_PG_CLUSTER / $TETHER_FAULTPROXY, else relative to the
+ * running tether: ../libexec/tether beside it (installed), else
+ * libexec/tether beside it (a build tree). Returns 0, or -1 with why
+ * filled. */
 int fault_cluster_start(fault_cluster *c, int proxies, char *why, size_t n);
 
 /* fault_cluster_stop stops the proxies and both servers and removes the

@@ -1,7 +1,7 @@
 /* storm.h - `tether sim storm`: the model's parameters and results, and the
  * world that runs real pools against the server model (storm_world.c). */
-#ifndef TETHER_CLI_STORM_H
-#define TETHER_CLI_STORM_H
+#ifndef TETHER_LAB_STORM_H
+#define TETHER_LAB_STORM_H
 
 #include "cli.h"
 
