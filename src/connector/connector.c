@@ -28,7 +28,17 @@ void tether_connector_opts_init_sized(tether_connector_opts *o, size_t size) {
 /* The driver and its parameters: the given driver_ctx, or parameters the
  * driver builds from the connection string's driver keywords. */
 static int make_driver_ctx(tether_connector *c, tether_error *err) {
+#ifdef TETHER_HAVE_PQ
     c->drv = c->o.driver ? c->o.driver : tether_driver_pq();
+#else
+    c->drv = c->o.driver;
+    if (!c->drv)
+        return tether_error_set(
+            err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+            "no driver given, and this tether was built without PostgreSQL "
+            "(cmake -DTETHER_PQ=OFF): set the options' driver "
+            "(tether_driver_tcp() or your own)");
+#endif
     if (c->o.driver_ctx || !c->drv->params_create) {
         c->dctx = c->o.driver_ctx;
         return 0;

@@ -7,14 +7,22 @@
 #include <errno.h>
 #include <poll.h>
 
+#ifdef TETHER_HAVE_PQ
 #include "pq.h"
 #include "tether_pq.h"
+#endif
 
 TETHER__TLS int64_t tether__run_deadline_ns = -1;
 
 int tether__driver_drain(const tether_driver *d, void *conn, int64_t bound_ms) {
+#ifdef TETHER_HAVE_PQ
     if (d == tether_driver_pq())
         return tether__pq_drain(conn, bound_ms);
+#else
+    (void)d;
+    (void)conn;
+    (void)bound_ms;
+#endif
     return TETHER_EBROKEN; /* no other driver leaves work in flight */
 }
 
