@@ -8,6 +8,7 @@
  * pool). libpq's target_session_attrs, connect_timeout and
  * load_balance_hosts are the connector's: tether implements them. */
 #include "conninfo.h"
+#include "duration.h"
 
 #include <errno.h>
 #include <libpq-fe.h>
@@ -156,7 +157,7 @@ static int set_ms(const tether__keydef *d, void *field, const char *v,
         *(int64_t *)field = -1;
         return 0;
     }
-    if (tether_duration_parse(v, (int64_t *)field) == 0)
+    if (tether__duration_parse(v, (int64_t *)field) == 0)
         return 0;
     return tether__conninfo_bad_value(
         d->name, v, "want a duration such as 500ms, 15s, 2m", err);

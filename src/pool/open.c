@@ -3,6 +3,7 @@
  * pool's own keywords (tether_pool_max and the rest, docs/conninfo.md) are
  * mapped here onto tether_pool_opts. The pool owns the connector. */
 #include "conninfo.h"
+#include "duration.h"
 #include "pool.h"
 
 #include <stdlib.h>
@@ -66,7 +67,7 @@ static int set_lag(void *base, const char *key, const char *v,
         r->max_lag_bytes = n;
         return 0;
     }
-    if (tether_duration_parse(v, &n) == 0) {
+    if (tether__duration_parse(v, &n) == 0) {
         r->max_lag_ms = n;
         return 0;
     }
