@@ -303,9 +303,11 @@ static void defaults(tether__conncfg *cfg) {
 
 static int one_key(tether__conncfg *cfg, const char *k, const char *v,
                    tether_error *err) {
+    int rc;
     switch (tether__conninfo_kind(k)) {
-    case TETHER__KW_CONNECTOR:
-        return tether__keydefs_apply(connector_keys, cfg, k, v, err);
+    case TETHER__KW_CONNECTOR: /* 1: another table's, not for this one */
+        rc = tether__keydefs_apply(connector_keys, cfg, k, v, err);
+        return rc > 0 ? 0 : rc;
     case TETHER__KW_LIBPQ:
         return add_param(cfg, k, v, err);
     case TETHER__KW_ENDPOINT: /* the endpoint list */

@@ -190,9 +190,10 @@ int tether__pool_keys_from(const tether__conninfo *ci, pool_keys *k,
     keys_defaults(k);
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < ci->n; i++)
-        if (tether__conninfo_kind(ci->kv[i].key) == TETHER__KW_POOL)
-            rc = tether__keydefs_apply(pool_keys_defs, k, ci->kv[i].key,
-                                       ci->kv[i].val, err);
+        if (tether__conninfo_kind(ci->kv[i].key) == TETHER__KW_POOL &&
+            (rc = tether__keydefs_apply(pool_keys_defs, k, ci->kv[i].key,
+                                        ci->kv[i].val, err)) > 0)
+            rc = 0; /* another table's keyword, not for this one */
     if (rc == 0)
         rc = keys_check(ci, k, err);
     if (!k->pooling)

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "conninfo.h"
+#include "pool.h"
 #include "tether.h"
 
 #include <libpq-fe.h>
@@ -517,6 +518,11 @@ static void test_keyword_list(void **state) {
     assert_int_equal(tether__keywords_register(&t), 0);
     assert_int_equal(tether__conninfo_kind("test_only_keyword"),
                      TETHER__KW_POOL);
+    /* Another table's keyword of the pool's kind: the pool leaves it. */
+    tether__pool_keys pk;
+    assert_int_equal(
+        tether__pool_keys_parse("host=h test_only_keyword=1", &pk, NULL), 0);
+    tether__pool_keys_free(&pk);
     int after = 0;
     while (tether__keyword_at((size_t)after, &kw) == 0)
         after++;
