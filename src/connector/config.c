@@ -316,6 +316,13 @@ static int one_key(tether__conncfg *cfg, const char *k, const char *v,
     default:
         break;
     }
+    const char *near = tether__keyword_near(k);
+    if (!strncmp(k, "tether_", 7) && near)
+        return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                                "connection string: unknown tether keyword "
+                                "\"%.40s\" (did you mean %s? see "
+                                "docs/conninfo.md)",
+                                k, near);
     if (!strncmp(k, "tether_", 7))
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
                                 "connection string: unknown tether keyword "

@@ -218,6 +218,11 @@ typedef struct tether__kwinfo {
  * --help` and the docs test. */
 int tether__keyword_at(size_t i, tether__kwinfo *out);
 
+/* tether__keyword_near returns the keyword of tether's tables (endpoint,
+ * connector, pool) closest to kw, when at most two edits away (a typo:
+ * tether_pool_mx), else NULL. For "did you mean" in errors. */
+const char *tether__keyword_near(const char *kw);
+
 /* tether__conninfo_env fills env (freed by the caller, on failure too)
  * with what the registered drivers take from the environment for keywords
  * a string leaves out (libpq: its PG* variables that are set). Returns 0

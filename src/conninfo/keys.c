@@ -135,6 +135,49 @@ int tether__keyword_at(size_t i, tether__kwinfo *out) {
     return -1;
 }
 
+/* The longest keyword tether__keyword_near compares. */
+#define NEAR_MAX 64
+
+/* edits returns the edit distance of a and b (insert, delete, replace),
+ * or a value above 2 as soon as it is sure to be. */
+static size_t edits(const char *a, const char *b) {
+    size_t na = strlen(a), nb = strlen(b), row[NEAR_MAX + 1];
+    if (na > NEAR_MAX || nb > NEAR_MAX || (na > nb ? na - nb : nb - na) > 2)
+        return 3;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= na; i++) {
+        size_t diag = row[0], best = row[0] = i;
+        for (size_t j = 1; j <= nb; j++) {
+            size_t up = row[j];
+            size_t v = diag + (a[i - 1] != b[j - 1]);
+            v = TETHER__MIN(v, up + 1);
+            row[j] = TETHER__MIN(v, row[j - 1] + 1);
+            best = TETHER__MIN(best, row[j]);
+            diag = up;
+        }
+        if (best > 2)
+            return 3;
+    }
+    return row[nb];
+}
+
+const char *tether__keyword_near(const char *kw) {
+    const tether__kwtable *t;
+    const char *near = NULL;
+    size_t best = 3;
+    for (size_t i = 0; kw && (t = table(i)); i++)
+        for (const tether__keydef *d = t->defs;
+             t->kind != TETHER__KW_LIBPQ && d && d->name; d++) {
+            size_t e = edits(kw, d->name);
+            if (e < best) {
+                best = e;
+                near = d->name;
+            }
+        }
+    return near;
+}
+
 int tether__conninfo_env(tether__conninfo *env, tether_error *err) {
     const tether__kwtable *t;
     int rc = 0;

@@ -197,6 +197,17 @@ static void test_parse_errors(void **state) {
     (void)state;
     expect_spec_error("host=a tether_bogus=1 password=s3cret",
                       "unknown tether keyword \"tether_bogus\"");
+    /* a typo of a keyword in the tables: named */
+    expect_spec_error("host=a tether_pool_mx=4 password=s3cret",
+                      "unknown tether keyword \"tether_pool_mx\" (did you "
+                      "mean tether_pool_max? see docs/conninfo.md)");
+    expect_spec_error("host=a tether_strategi=race password=s3cret",
+                      "(did you mean tether_strategy?");
+    /* none for a keyword that is not tether's: it may be a password's tail */
+    expect_spec_error("host=a password=s3cret hots=x",
+                      "a keyword is neither libpq's nor tether's (unknown "
+                      "keyword; its name is not shown in case it is part of a "
+                      "password)");
     expect_spec_error("host=a,b,c port=1,2 password=s3cret",
                       "mismatched host and port counts (3 hosts");
     expect_spec_error("host=a tether_strategy=zigzag password=s3cret",
