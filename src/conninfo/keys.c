@@ -135,6 +135,14 @@ int tether__keyword_at(size_t i, tether__kwinfo *out) {
     return -1;
 }
 
+int tether_conninfo_keyword(size_t i, tether_keyword *out) {
+    tether__kwinfo k;
+    if (!out || tether__keyword_at(i, &k) != 0)
+        return TETHER_EINVAL;
+    *out = (tether_keyword){k.name, k.layer, k.desc};
+    return 0;
+}
+
 /* The longest keyword tether__keyword_near compares. */
 #define NEAR_MAX 64
 

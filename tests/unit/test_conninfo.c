@@ -508,6 +508,17 @@ static void test_keyword_list(void **state) {
     assert_true(libpq > 15);
     assert_int_equal(n - libpq, 3 + 9 + 21); /* endpoint, connector, pool */
     assert_int_equal(tether__keyword_at((size_t)n, &kw), -1);
+    /* The public list is the same one. */
+    tether_keyword pub;
+    for (size_t i = 0; i < (size_t)n; i++) {
+        assert_int_equal(tether_conninfo_keyword(i, &pub), 0);
+        assert_int_equal(tether__keyword_at(i, &kw), 0);
+        assert_string_equal(pub.name, kw.name);
+        assert_string_equal(pub.reader, kw.layer);
+        assert_string_equal(pub.desc, kw.desc);
+    }
+    assert_int_equal(tether_conninfo_keyword((size_t)n, &pub), TETHER_EINVAL);
+    assert_int_equal(tether_conninfo_keyword(0, NULL), TETHER_EINVAL);
     /* A table registered twice is listed once. */
     static const tether__keydef defs[] = {
         TETHER__KD_SELF("test_only_keyword", "a keyword of this test"),
