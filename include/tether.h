@@ -1053,6 +1053,22 @@ TETHER_API int tether_pool_open(tether_pool **out, const char *conninfo,
                                 tether_event_fn on_event, void *event_ctx,
                                 tether_error *err);
 
+/* A connection-string keyword, as tether_conninfo_keyword gives it. The
+ * strings are static. */
+typedef struct tether_keyword {
+    const char *name;   /* "tether_pool_max" */
+    const char *reader; /* who reads it: "connector", "pool" or a driver
+                           ("libpq") */
+    const char *desc;   /* one line */
+} tether_keyword;
+
+/* tether_conninfo_keyword stores in *out the i-th keyword a connection
+ * string may hold: tether's own (the connector's, then the pool's), then
+ * the drivers' (the PostgreSQL driver's: the linked libpq's), the list that
+ * docs/conninfo.md documents and `tether probe --help` prints. Returns 0,
+ * or TETHER_EINVAL past the end or for a NULL out. */
+TETHER_API int tether_conninfo_keyword(size_t i, tether_keyword *out);
+
 /* tether_pool_close stops handing out connections (acquire then returns
  * TETHER_ECLOSED), closes idle connections and waits up to wait_ms (-1 =
  * forever; below -1 is taken as forever, longer than

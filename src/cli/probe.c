@@ -48,6 +48,36 @@ static void on_event(void *ctx, const tether_connect_event *ev) {
     fflush(stdout);
 }
 
+/* The keywords a connection string may hold, from the library's own
+ * tables (tether_conninfo_keyword): tether's with a line each, the
+ * drivers' by name. */
+static void probe_keywords(FILE *f) {
+    tether_keyword k;
+    const char *reader = NULL;
+    size_t col = 0;
+    fprintf(f, "\nconnection-string keywords (docs/conninfo.md):\n");
+    for (size_t i = 0; tether_conninfo_keyword(i, &k) == 0; i++) {
+        int tethers =
+            !strcmp(k.reader, "connector") || !strcmp(k.reader, "pool");
+        if (!reader || strcmp(reader, k.reader)) {
+            fprintf(f, "%s  read by %s:\n", col ? "\n" : "", k.reader);
+            col = 0;
+        }
+        reader = k.reader;
+        if (tethers) {
+            fprintf(f, "    %-30s %s\n", k.name, k.desc);
+            continue;
+        }
+        if (col + strlen(k.name) + 1 > 76) {
+            fprintf(f, "\n");
+            col = 0;
+        }
+        col += (size_t)fprintf(f, "%s%s", col ? " " : "    ", k.name);
+    }
+    if (col)
+        fprintf(f, "\n");
+}
+
 static void probe_usage(FILE *f) {
     fprintf(f,
             "usage: tether probe [--driver pq|tcp] CONNINFO [--json]\n\n"
@@ -62,6 +92,7 @@ static void probe_usage(FILE *f) {
             "                    of its ports in turn)\n"
             "  --json            one JSON object per attempt or pause, then "
             "the outcome\n");
+    probe_keywords(f);
 }
 
 enum { OPT_JSON = 256, OPT_DRIVER };

@@ -1,16 +1,16 @@
-/* config.c - a connection string (libpq key=value or postgresql:// URI)
- * into the connector's configuration: the host/port list, the connector's
+/* config.c - a parsed connection string (conninfo.h's keyword set) into
+ * the connector's configuration: the host/port list, the connector's
  * keywords (tether_strategy and the rest, plus libpq's
  * target_session_attrs, connect_timeout and load_balance_hosts, which
- * tether implements itself) and the libpq keywords passed on to the
- * driver. The pool's keywords are left to the pool. A keyword the string
- * does not set takes its PG* environment variable, as in libpq.
- * docs/conninfo.md lists them all. */
+ * tether implements itself) and the driver's keywords passed on to it. The
+ * pool's keywords are left to the pool. A keyword the string does not set
+ * takes what the driver reads from the environment (libpq: its PG*
+ * variable). The connector's keywords are defined here, in the tables it
+ * registers (docs/conninfo.md, "Keywords"). */
 #include "connector.h"
 #include "conninfo.h"
 
 #include <errno.h>
-#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,7 +77,7 @@ static int set_connect_timeout(void *base, const char *key, const char *v,
                                tether_error *err) {
     static const tether__keydef defs[] = {TETHER__KD_RANGE("connect_timeout",
                                                            TETHER__KD_I64, 0, 0,
-                                                           86400LL * 365),
+                                                           86400LL * 365, NULL),
                                           TETHER__KD_END};
     int64_t n = 0;
     int rc = tether__keydefs_apply(defs, &n, key, v, err);
@@ -88,19 +88,47 @@ static int set_connect_timeout(void *base, const char *key, const char *v,
 
 #define CFG(f) offsetof(tether__conncfg, f)
 
-static const tether__keydef connector_keys[] = {
-    TETHER__KD_NAMES("tether_strategy", CFG(strategy), strategy_names),
-    TETHER__KD("tether_login_timeout", TETHER__KD_MS_INF,
-               CFG(login_timeout_ms)),
-    TETHER__KD("tether_attempt_timeout", TETHER__KD_MS,
-               CFG(attempt_timeout_ms)),
-    TETHER__KD("tether_recheck", TETHER__KD_MS, CFG(recheck_ms)),
-    TETHER__KD("tether_race_delay", TETHER__KD_MS, CFG(race_delay_ms)),
-    TETHER__KD_CALL("tether_pause", set_pause),
-    TETHER__KD_NAMES("target_session_attrs", CFG(target), target_names),
-    TETHER__KD_CALL("load_balance_hosts", set_load_balance),
-    TETHER__KD_CALL("connect_timeout", set_connect_timeout),
+/* The endpoint keywords: the connector's host list (endpoints()). */
+static const tether__keydef endpoint_keys[] = {
+    TETHER__KD_SELF("host",
+                    "host names or socket directories, comma-separated"),
+    TETHER__KD_SELF("hostaddr", "numeric addresses, one per host"),
+    TETHER__KD_SELF("port",
+                    "ports, one per host or one for all (6379|6380: several)"),
     TETHER__KD_END};
+
+static const tether__keydef connector_keys[] = {
+    TETHER__KD_NAMES("target_session_attrs", CFG(target), target_names,
+                     "which server a connection must reach (its role)"),
+    TETHER__KD_CALL("connect_timeout", set_connect_timeout,
+                    "libpq's per-host limit in seconds, applied by tether"),
+    TETHER__KD_CALL("load_balance_hosts", set_load_balance,
+                    "random: the same as tether_strategy=random"),
+    TETHER__KD_NAMES("tether_strategy", CFG(strategy), strategy_names,
+                     "how the hosts are tried (sequential, race, ...)"),
+    TETHER__KD("tether_login_timeout", TETHER__KD_MS_INF, CFG(login_timeout_ms),
+               "the overall budget of one connect"),
+    TETHER__KD("tether_attempt_timeout", TETHER__KD_MS, CFG(attempt_timeout_ms),
+               "the cap on one attempt"),
+    TETHER__KD("tether_recheck", TETHER__KD_MS, CFG(recheck_ms),
+               "how long the host-state cache trusts what it learned"),
+    TETHER__KD("tether_race_delay", TETHER__KD_MS, CFG(race_delay_ms),
+               "race: the stagger between attempts"),
+    TETHER__KD_CALL("tether_pause", set_pause,
+                    "a retry spec: the pause between passes over the hosts"),
+    TETHER__KD_END};
+
+static const tether__kwtable endpoint_table = {
+    .layer = "connector", .kind = TETHER__KW_ENDPOINT, .defs = endpoint_keys};
+static const tether__kwtable connector_table = {
+    .layer = "connector", .kind = TETHER__KW_CONNECTOR, .defs = connector_keys};
+
+/* The connector's keywords are known from the start: a string is checked
+ * against them wherever it is parsed (conninfo.h, "keyword tables"). */
+__attribute__((constructor)) static void register_keywords(void) {
+    tether__keywords_register(&endpoint_table);
+    tether__keywords_register(&connector_table);
+}
 
 static int add_param(tether__conncfg *cfg, const char *k, const char *v,
                      tether_error *err) {
@@ -275,9 +303,11 @@ static void defaults(tether__conncfg *cfg) {
 
 static int one_key(tether__conncfg *cfg, const char *k, const char *v,
                    tether_error *err) {
+    int rc;
     switch (tether__conninfo_kind(k)) {
-    case TETHER__KW_CONNECTOR:
-        return tether__keydefs_apply(connector_keys, cfg, k, v, err);
+    case TETHER__KW_CONNECTOR: /* 1: another table's, not for this one */
+        rc = tether__keydefs_apply(connector_keys, cfg, k, v, err);
+        return rc > 0 ? 0 : rc;
     case TETHER__KW_LIBPQ:
         return add_param(cfg, k, v, err);
     case TETHER__KW_ENDPOINT: /* the endpoint list */
@@ -286,6 +316,13 @@ static int one_key(tether__conncfg *cfg, const char *k, const char *v,
     default:
         break;
     }
+    const char *near = tether__keyword_near(k);
+    if (!strncmp(k, "tether_", 7) && near)
+        return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                                "connection string: unknown tether keyword "
+                                "\"%.40s\" (did you mean %s? see "
+                                "docs/conninfo.md)",
+                                k, near);
     if (!strncmp(k, "tether_", 7))
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
                                 "connection string: unknown tether keyword "
@@ -298,53 +335,30 @@ static int one_key(tether__conncfg *cfg, const char *k, const char *v,
                             "is not shown in case it is part of a password)");
 }
 
-/* env_default returns what libpq takes for keyword kw when a connection
- * string leaves it out: its PG* environment variable's value, when set
- * (malloc'd), else NULL. */
-static char *env_default(PQconninfoOption *defs, const char *kw) {
-    if (!defs) /* the environment is not read (the TCP driver) */
-        return NULL;
-    for (PQconninfoOption *o = defs; o && o->keyword; o++)
-        if (!strcmp(o->keyword, kw) && o->envvar && getenv(o->envvar) && o->val)
-            return tether__strdup(o->val);
-    if (!strcmp(kw, "load_balance_hosts") && getenv("PGLOADBALANCEHOSTS"))
-        return tether__strdup(getenv("PGLOADBALANCEHOSTS"));
-    return NULL;
-}
-
 /* The connector's keywords the string leaves out, from the environment. */
 static int env_keys(tether__conncfg *cfg, const tether__conninfo *ci,
-                    PQconninfoOption *defs, tether_error *err) {
-    const char *k;
+                    const tether__conninfo *env, tether_error *err) {
+    const char *k, *v;
     int rc = 0;
     for (size_t i = 0;
          rc == 0 && (k = tether__conninfo_keyword(TETHER__KW_CONNECTOR, i));
-         i++) {
-        if (tether__conninfo_get(ci, k))
-            continue;
-        char *v = env_default(defs, k);
-        if (v)
+         i++)
+        if (!tether__conninfo_get(ci, k) && (v = tether__conninfo_get(env, k)))
             rc = tether__keydefs_apply(connector_keys, cfg, k, v, err);
-        tether__free(v);
-    }
     return rc;
 }
 
 /* host, port, hostaddr: from the string, else the environment. */
 static int endpoints(tether__conncfg *cfg, const tether__conninfo *ci,
-                     PQconninfoOption *defs, tether_error *err) {
+                     const tether__conninfo *env, tether_error *err) {
     static const char *const kw[3] = {"host", "port", "hostaddr"};
-    char *env[3] = {NULL, NULL, NULL};
     const char *v[3];
     for (int i = 0; i < 3; i++) {
         v[i] = tether__conninfo_get(ci, kw[i]);
         if (!v[i])
-            v[i] = env[i] = env_default(defs, kw[i]);
+            v[i] = tether__conninfo_get(env, kw[i]);
     }
-    int rc = build_endpoints(cfg, v[0], v[1], v[2], err);
-    for (int i = 0; i < 3; i++)
-        tether__free(env[i]);
-    return rc;
+    return build_endpoints(cfg, v[0], v[1], v[2], err);
 }
 
 int tether__conncfg_parse(const char *conninfo, tether__conncfg *cfg,
@@ -354,21 +368,32 @@ int tether__conncfg_parse(const char *conninfo, tether__conncfg *cfg,
 
 int tether__conncfg_parse_env(const char *conninfo, int use_env,
                               tether__conncfg *cfg, tether_error *err) {
-    defaults(cfg);
     tether__conninfo ci;
-    memset(&ci, 0, sizeof(ci));
     int rc = tether__conninfo_parse(conninfo, &ci, err);
-    for (size_t i = 0; rc == 0 && i < ci.n; i++)
-        rc = one_key(cfg, ci.kv[i].key, ci.kv[i].val, err);
-    PQconninfoOption *defs = rc == 0 && use_env ? PQconndefaults() : NULL;
     if (rc == 0)
-        rc = env_keys(cfg, &ci, defs, err);
-    if (rc == 0)
-        rc = endpoints(cfg, &ci, defs, err);
-    PQconninfoFree(defs);
-    if (rc == 0 && !(cfg->display = tether__conninfo_dup(&ci, 1)))
-        rc = tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT, NULL);
+        rc = tether__conncfg_from(&ci, use_env, cfg, err);
+    else
+        defaults(cfg);
     tether__conninfo_free(&ci);
+    return rc;
+}
+
+int tether__conncfg_from(const tether__conninfo *ci, int use_env,
+                         tether__conncfg *cfg, tether_error *err) {
+    defaults(cfg);
+    tether__conninfo env = {0};
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < ci->n; i++)
+        rc = one_key(cfg, ci->kv[i].key, ci->kv[i].val, err);
+    if (rc == 0 && use_env) /* the driver's environment (libpq: PG*) */
+        rc = tether__conninfo_env(&env, err);
+    if (rc == 0)
+        rc = env_keys(cfg, ci, &env, err);
+    if (rc == 0)
+        rc = endpoints(cfg, ci, &env, err);
+    tether__conninfo_wipe(&env); /* PGPASSWORD may be in it */
+    if (rc == 0 && !(cfg->display = tether__conninfo_dup(ci, 1)))
+        rc = tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT, NULL);
     return rc;
 }
 

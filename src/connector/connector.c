@@ -53,22 +53,10 @@ const tether_driver *tether__connector_driver(const tether_connector *c) {
     return c->drv;
 }
 
-int tether_connector_create(tether_connector **out,
-                            const tether_connector_opts *o, tether_error *err) {
-    if (!out)
-        return tether__null(err, "tether_connector_create", "out");
-    *out = NULL;
-    if (!o)
-        return tether__null(err, "tether_connector_create", "o");
-    tether_connector_opts full;
-    connector_defaults(&full);
-    int rc = TETHER__SIZED_IN(full, o, "tether_connector_opts", err);
-    if (rc)
-        return rc;
-    if (!o || !o->conninfo)
-        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
-                                "connector: conninfo is required");
-    o = &full;
+/* create makes the connector of o (checked) from ci, or from o->conninfo
+ * when ci is NULL. */
+static int create(tether_connector **out, const tether_connector_opts *o,
+                  const tether__conninfo *ci, tether_error *err) {
     tether_connector *c = tether__calloc(1, sizeof(*c));
     if (!c)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
@@ -76,8 +64,9 @@ int tether_connector_create(tether_connector **out,
     c->o = *o;
     c->o.conninfo = NULL; /* may hold a password: not kept */
     /* libpq's PG* variables are PostgreSQL's: not for the TCP driver */
-    rc = tether__conncfg_parse_env(
-        o->conninfo, o->driver != tether_driver_tcp(), &c->cfg, err);
+    int use_env = o->driver != tether_driver_tcp();
+    int rc = ci ? tether__conncfg_from(ci, use_env, &c->cfg, err)
+                : tether__conncfg_parse_env(o->conninfo, use_env, &c->cfg, err);
     if (rc == 0)
         rc = make_driver_ctx(c, err);
     if (rc == 0 &&
@@ -91,6 +80,40 @@ int tether_connector_create(tether_connector **out,
     tether__rng_seed(&c->rng, o->seed);
     *out = c;
     return 0;
+}
+
+/* check_opts copies o into *full (defaults for what an older caller's
+ * smaller struct lacks); conninfo is required unless ci is given. */
+static int check_opts(const tether_connector_opts *o,
+                      tether_connector_opts *full, int have_ci,
+                      tether_error *err) {
+    connector_defaults(full);
+    int rc = TETHER__SIZED_IN(*full, o, "tether_connector_opts", err);
+    if (rc == 0 && !have_ci && !full->conninfo)
+        rc = tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                              "connector: conninfo is required");
+    return rc;
+}
+
+int tether_connector_create(tether_connector **out,
+                            const tether_connector_opts *o, tether_error *err) {
+    if (!out)
+        return tether__null(err, "tether_connector_create", "out");
+    *out = NULL;
+    if (!o)
+        return tether__null(err, "tether_connector_create", "o");
+    tether_connector_opts full;
+    int rc = check_opts(o, &full, 0, err);
+    return rc ? rc : create(out, &full, NULL, err);
+}
+
+int tether__connector_create_ci(tether_connector **out,
+                                const tether_connector_opts *o,
+                                const tether__conninfo *ci, tether_error *err) {
+    *out = NULL;
+    tether_connector_opts full;
+    int rc = check_opts(o, &full, 1, err);
+    return rc ? rc : create(out, &full, ci, err);
 }
 
 void tether_connector_destroy(tether_connector *c) {

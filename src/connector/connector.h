@@ -1,12 +1,14 @@
-/* connector.h - the connector's internals: its configuration parsed from a
- * connection string (config.c), name resolution within a deadline
- * (resolve.c) and the connect loops (connector.c, race.c). */
+/* connector.h - the connector's internals: its configuration from a
+ * parsed connection string (config.c), name resolution within a deadline
+ * (resolve.c) and the connect loops (connector.c, race.c). No libpq here:
+ * libpq's keywords reach the connector through conninfo's tables, the
+ * default driver through driver.h. */
 #ifndef TETHER_CONNECTOR_H
 #define TETHER_CONNECTOR_H
 
+#include "conninfo.h"
 #include "driver.h"
 #include "internal.h"
-#include "tether_pq.h"
 
 #include <pthread.h>
 
@@ -54,6 +56,18 @@ int tether__conncfg_parse(const char *conninfo, tether__conncfg *cfg,
  * (not for the TCP driver: PGPORT is no Redis port). */
 int tether__conncfg_parse_env(const char *conninfo, int use_env,
                               tether__conncfg *cfg, tether_error *err);
+
+/* tether__conncfg_from is tether__conncfg_parse_env on a connection string
+ * parsed already (ci, which the caller keeps): nothing is parsed again. */
+int tether__conncfg_from(const tether__conninfo *ci, int use_env,
+                         tether__conncfg *cfg, tether_error *err);
+
+/* tether__connector_create_ci is tether_connector_create with the
+ * connection string parsed already: ci instead of o->conninfo (which is
+ * ignored). */
+int tether__connector_create_ci(tether_connector **out,
+                                const tether_connector_opts *o,
+                                const tether__conninfo *ci, tether_error *err);
 
 /* tether__conncfg_free releases what cfg holds. */
 void tether__conncfg_free(tether__conncfg *cfg);

@@ -618,6 +618,79 @@ int tether__conninfo_keys(const char *s, char **key, char **display,
 }
 
 /* ------------------------------------------------------------------------ */
+/* Editing a parsed set                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* arena_put copies s into the arena a at *used. */
+static const char *arena_put(char *a, size_t *used, const char *s) {
+    size_t n = strlen(s) + 1;
+    memcpy(a + *used, s, n);
+    *used += n;
+    return a + *used - n;
+}
+
+/* rebuild makes dst hold src's pairs (dst may be src) in new storage with
+ * room for one more pair and extra arena bytes; src's old storage is wiped
+ * and freed when dst is src. */
+static int rebuild(tether__conninfo *dst, const tether__conninfo *src,
+                   size_t extra, tether_error *err) {
+    size_t size = extra, used = 0;
+    for (size_t i = 0; i < src->n; i++)
+        size += strlen(src->kv[i].key) + strlen(src->kv[i].val) + 2;
+    char *arena = tether__malloc(size ? size : 1);
+    tether__kv *kv = tether__malloc((src->n + 1) * sizeof(*kv));
+    if (!arena || !kv) {
+        tether__free(arena);
+        tether__free(kv);
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                "out of memory");
+    }
+    for (size_t i = 0; i < src->n; i++) {
+        kv[i].key = arena_put(arena, &used, src->kv[i].key);
+        kv[i].val = arena_put(arena, &used, src->kv[i].val);
+        kv[i].seq = i;
+    }
+    size_t n = src->n;
+    if (dst == src)
+        tether__conninfo_wipe(dst);
+    *dst = (tether__conninfo){kv, n, n + 1, arena, used, size ? size : 1};
+    return 0;
+}
+
+int tether__conninfo_copy(tether__conninfo *dst, const tether__conninfo *src,
+                          tether_error *err) {
+    memset(dst, 0, sizeof(*dst));
+    return rebuild(dst, src, 0, err);
+}
+
+int tether__conninfo_set(tether__conninfo *ci, const char *key, const char *val,
+                         tether_error *err) {
+    size_t at = 0;
+    while (at < ci->n && strcmp(ci->kv[at].key, key) < 0)
+        at++;
+    int found = at < ci->n && strcmp(ci->kv[at].key, key) == 0;
+    size_t need = strlen(key) + strlen(val) + 2;
+    if ((!found && ci->n == ci->cap) || ci->size - ci->used < need) {
+        int rc = rebuild(ci, ci, need, err);
+        if (rc != 0)
+            return rc;
+    }
+    if (!found) {
+        memmove(ci->kv + at + 1, ci->kv + at, (ci->n - at) * sizeof(*ci->kv));
+        ci->kv[at].key = arena_put(ci->arena, &ci->used, key);
+        ci->kv[at].seq = ci->n++;
+    }
+    ci->kv[at].val = arena_put(ci->arena, &ci->used, val);
+    return 0;
+}
+
+void tether__conninfo_wipe(tether__conninfo *ci) {
+    if (ci && ci->arena)
+        memset(ci->arena, 0, ci->size);
+    tether__conninfo_free(ci);
+}
+
+/* ------------------------------------------------------------------------ */
 /* Pool names (metrics labels, logs)                                        */
 /* ------------------------------------------------------------------------ */
 

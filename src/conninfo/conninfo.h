@@ -102,19 +102,20 @@ typedef enum tether__kw_kind {
     TETHER__KW_POOL         /* how to pool (tether_pool_max, ...) */
 } tether__kw_kind;
 
-/* tether__conninfo_kind returns the layer that reads kw. */
+/* tether__conninfo_kind returns the layer that reads kw: the kind of the
+ * registered table that holds it (tether's tables before the drivers'). */
 tether__kw_kind tether__conninfo_kind(const char *kw);
 
-/* tether__conninfo_keyword returns the i-th keyword of tether's list of the
+/* tether__conninfo_keyword returns the i-th keyword of the tables of the
  * given kind (ENDPOINT, CONNECTOR or POOL), or NULL past the end. */
 const char *tether__conninfo_keyword(tether__kw_kind kind, size_t i);
 
-/* tether__conninfo_known returns 1 when kw is a keyword of the linked libpq
- * (PQconndefaults()). */
+/* tether__conninfo_known returns 1 when kw is a keyword of the driver's
+ * registered list (TETHER__KW_LIBPQ: the linked libpq's own). */
 int tether__conninfo_known(const char *kw);
 
-/* tether__conninfo_libpq_secret returns 1 when the linked libpq marks kw
- * as a secret (its dispchar "*": password, sslpassword, ...). */
+/* tether__conninfo_libpq_secret returns 1 when the driver's list marks kw
+ * as a secret (libpq's dispchar "*": password, sslpassword, ...). */
 int tether__conninfo_libpq_secret(const char *kw);
 
 /* How a keyword's value is stored (tether__keydef.type). */
@@ -126,13 +127,16 @@ enum {
     TETHER__KD_BOOL,    /* int: on/true/1 or off/false/0 */
     TETHER__KD_ENUM,    /* int: the index of the value in names */
     TETHER__KD_STR,     /* char *, malloc'd (the previous value freed) */
-    TETHER__KD_FN       /* fn parses and stores */
+    TETHER__KD_FN,      /* fn parses and stores */
+    TETHER__KD_OWN      /* read by the layer's own code (the host list) */
 };
 
-/* One keyword a layer maps into its own structure (at offset off). A table
- * ends with an entry whose name is NULL. */
+/* One keyword a layer maps into its own structure (at offset off), with a
+ * one-line description (docs/conninfo.md has the whole story). A table ends
+ * with an entry whose name is NULL. */
 typedef struct tether__keydef {
     const char *name;
+    const char *desc;
     int type;
     size_t off;
     int64_t lo, hi;           /* INT, I64 */
@@ -141,21 +145,27 @@ typedef struct tether__keydef {
               tether_error *err); /* FN */
 } tether__keydef;
 
-/* Table entries: a plain value, an integer range, an enum, a function. */
-#define TETHER__KD(n, t, o)                                                    \
-    { .name = (n), .type = (t), .off = (o) }
-#define TETHER__KD_RANGE(n, t, o, l, h)                                        \
-    { .name = (n), .type = (t), .off = (o), .lo = (l), .hi = (h) }
-#define TETHER__KD_NAMES(n, o, v)                                              \
-    { .name = (n), .type = TETHER__KD_ENUM, .off = (o), .names = (v) }
-#define TETHER__KD_CALL(n, f)                                                  \
-    { .name = (n), .type = TETHER__KD_FN, .fn = (f) }
+/* Table entries: a plain value, an integer range, an enum, a function, a
+ * keyword the layer reads itself; each with its description d. */
+#define TETHER__KD(n, t, o, d)                                                 \
+    { .name = (n), .desc = (d), .type = (t), .off = (o) }
+#define TETHER__KD_RANGE(n, t, o, l, h, d)                                     \
+    { .name = (n), .desc = (d), .type = (t), .off = (o), .lo = (l), .hi = (h) }
+#define TETHER__KD_NAMES(n, o, v, d)                                           \
+    {                                                                          \
+        .name = (n), .desc = (d), .type = TETHER__KD_ENUM, .off = (o),         \
+        .names = (v)                                                           \
+    }
+#define TETHER__KD_CALL(n, f, d)                                               \
+    { .name = (n), .desc = (d), .type = TETHER__KD_FN, .fn = (f) }
+#define TETHER__KD_SELF(n, d)                                                  \
+    { .name = (n), .desc = (d), .type = TETHER__KD_OWN }
 #define TETHER__KD_END                                                         \
     { .name = NULL }
 
 /* tether__keydefs_apply stores val for key into base through the table
- * defs. Returns 0, 1 when key is not in defs, or a negative error
- * (TETHER_ESPEC naming the keyword and the value). */
+ * defs. Returns 0, 1 when key is not in defs (or is TETHER__KD_OWN), or a
+ * negative error (TETHER_ESPEC naming the keyword and the value). */
 int tether__keydefs_apply(const tether__keydef *defs, void *base,
                           const char *key, const char *val, tether_error *err);
 
@@ -163,5 +173,77 @@ int tether__keydefs_apply(const tether__keydef *defs, void *base,
  * with the value (never call it for a secret) and what is wanted. */
 int tether__conninfo_bad_value(const char *key, const char *val,
                                const char *want, tether_error *err);
+
+/* ---- keyword tables (keys.c) ---------------------------------------------
+ *
+ * Each layer that reads keywords registers its table here once, at load
+ * (a constructor next to the table): the connector its endpoint and
+ * connector keywords, the pool its own, the pq driver libpq's. Every
+ * keyword is defined in one place, its layer's table; which layer reads a
+ * keyword, the list errors name, docs/conninfo.md (checked by the test
+ * doc.conninfo) and `tether --help` all come from these tables. */
+
+/* One registered table: fixed keywords (defs), or a driver's list that is
+ * not kept by hand (libpq's, asked of the linked libpq) through at and
+ * find. env, when set, adds to *env what the environment gives for the
+ * keywords a string leaves out (libpq's PG* variables that are set). */
+typedef struct tether__kwtable {
+    const char *layer; /* "connector", "pool", "libpq" */
+    tether__kw_kind kind;
+    const tether__keydef *defs;                     /* or NULL: */
+    const char *(*at)(size_t i, const char **desc); /* NULL past the end */
+    int (*find)(const char *kw, int *secret);       /* 1 when known */
+    int (*env)(tether__conninfo *env, tether_error *err);
+} tether__kwtable;
+
+/* The most tables that can be registered. */
+#define TETHER__KWTABLES_MAX 8
+
+/* tether__keywords_register adds t (static, kept for the life of the
+ * process; registering it again does nothing). Returns 0, or -1 when
+ * TETHER__KWTABLES_MAX tables are registered already. */
+int tether__keywords_register(const tether__kwtable *t);
+
+/* One keyword as tether__keyword_at gives it. */
+typedef struct tether__kwinfo {
+    const char *name;
+    const char *layer; /* its table's */
+    const char *desc;  /* one line */
+    tether__kw_kind kind;
+} tether__kwinfo;
+
+/* tether__keyword_at stores in *out the i-th of every registered keyword:
+ * tether's (endpoint, connector, pool) in table order, then the drivers'
+ * that no tether table claims. Returns 0, or -1 past the end. For `tether
+ * --help` and the docs test. */
+int tether__keyword_at(size_t i, tether__kwinfo *out);
+
+/* tether__keyword_near returns the keyword of tether's tables (endpoint,
+ * connector, pool) closest to kw, when at most two edits away (a typo:
+ * tether_pool_mx), else NULL. For "did you mean" in errors. */
+const char *tether__keyword_near(const char *kw);
+
+/* tether__conninfo_env fills env (freed by the caller, on failure too)
+ * with what the registered drivers take from the environment for keywords
+ * a string leaves out (libpq: its PG* variables that are set). Returns 0
+ * or TETHER_ENOMEM. */
+int tether__conninfo_env(tether__conninfo *env, tether_error *err);
+
+/* ---- editing a parsed set (conninfo.c) ---------------------------------- */
+
+/* tether__conninfo_copy makes dst (freed by the caller, on failure too) a
+ * copy of src. Returns 0 or TETHER_ENOMEM. */
+int tether__conninfo_copy(tether__conninfo *dst, const tether__conninfo *src,
+                          tether_error *err);
+
+/* tether__conninfo_set sets key to val in ci (replacing its value, or
+ * adding the pair in keyword order). key must be a valid keyword. Returns
+ * 0 or TETHER_ENOMEM. */
+int tether__conninfo_set(tether__conninfo *ci, const char *key, const char *val,
+                         tether_error *err);
+
+/* tether__conninfo_wipe overwrites ci's strings (passwords included) with
+ * zeros, then frees it. */
+void tether__conninfo_wipe(tether__conninfo *ci);
 
 #endif

@@ -8,6 +8,12 @@
 #include "internal.h"
 #include "tether_driver.h"
 
+/* tether_driver_pq is the connector's default driver (tether_pq.h, which
+ * includes libpq-fe.h: declared here too, so that the layers above the
+ * drivers compile without libpq). Its keywords reach them through
+ * conninfo's keyword tables (pq.c registers libpq's). */
+TETHER_API const tether_driver *tether_driver_pq(void);
+
 typedef tether_wait tether__wait;
 typedef tether_endpoint tether__endpoint;
 

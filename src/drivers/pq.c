@@ -20,6 +20,7 @@
  * shutdown or crash (57P01, 57P02) also marks it fatal, so the pool clears.
  * Other notices go on to libpq's default receiver. */
 #include "pq.h"
+#include "conninfo.h"
 #include "internal.h"
 #include "tether_pq.h"
 
@@ -27,6 +28,8 @@
 #include <errno.h>
 #include <libpq-fe.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +113,83 @@ static void first_line(const char *s, char *buf, size_t cap) {
     if (n)
         memcpy(buf, s, n);
     buf[n] = '\0';
+}
+
+/* ---- libpq's keywords (conninfo's keyword tables) ---------------------- */
+
+/* libpq's own PQconndefaults list, kept for the life of the process: no
+ * copy, so no allocation of tether's can fail here. When libpq is out of
+ * memory (NULL), only tether's keywords are known for this call and the
+ * next call asks again, instead of a one-time load that failed once
+ * leaving the list empty or cut short for good. */
+static pthread_mutex_t kw_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(PQconninfoOption *) kw_opts;
+
+static PQconninfoOption *kw_list(void) {
+    PQconninfoOption *opts =
+        atomic_load_explicit(&kw_opts, memory_order_acquire);
+    if (opts)
+        return opts;
+    pthread_mutex_lock(&kw_lock);
+    opts = atomic_load_explicit(&kw_opts, memory_order_relaxed);
+    if (!opts) {
+        opts = PQconndefaults();
+        atomic_store_explicit(&kw_opts, opts, memory_order_release);
+    }
+    pthread_mutex_unlock(&kw_lock);
+    return opts;
+}
+
+/* kw_at: libpq's i-th keyword, its label as the description. */
+static const char *kw_at(size_t i, const char **desc) {
+    PQconninfoOption *o = kw_list();
+    for (; o && o->keyword; o++)
+        if (i-- == 0) {
+            *desc = o->label;
+            return o->keyword;
+        }
+    return NULL;
+}
+
+/* kw_find: libpq knows kw; secret where its dispchar is "*". */
+static int kw_find(const char *kw, int *secret) {
+    for (const PQconninfoOption *o = kw_list(); o && o->keyword; o++)
+        if (strcmp(kw, o->keyword) == 0) {
+            *secret = o->dispchar && o->dispchar[0] == '*';
+            return 1;
+        }
+    return 0;
+}
+
+/* kw_env adds what libpq takes for a keyword a string leaves out when its
+ * PG* variable is set (a fresh PQconndefaults: it reads the environment
+ * now). Before PostgreSQL 16 libpq has no load_balance_hosts, but the
+ * connector implements it: PGLOADBALANCEHOSTS is read then too. When
+ * libpq is out of memory, the environment is not read (as before). */
+static int kw_env(tether__conninfo *env, tether_error *err) {
+    PQconninfoOption *defs = PQconndefaults();
+    int rc = 0;
+    for (PQconninfoOption *o = defs; rc == 0 && o && o->keyword; o++)
+        if (o->envvar && getenv(o->envvar) && o->val)
+            rc = tether__conninfo_set(env, o->keyword, o->val, err);
+    const char *lb = getenv("PGLOADBALANCEHOSTS");
+    if (rc == 0 && defs && lb &&
+        !tether__conninfo_get(env, "load_balance_hosts"))
+        rc = tether__conninfo_set(env, "load_balance_hosts", lb, err);
+    PQconninfoFree(defs);
+    return rc;
+}
+
+static const tether__kwtable pq_keywords = {.layer = "libpq",
+                                            .kind = TETHER__KW_LIBPQ,
+                                            .at = kw_at,
+                                            .find = kw_find,
+                                            .env = kw_env};
+
+/* libpq's keywords are known from the start: a string is checked against
+ * them wherever it is parsed (conninfo.h, "keyword tables"). */
+__attribute__((constructor)) static void register_keywords(void) {
+    tether__keywords_register(&pq_keywords);
 }
 
 /* ---- parameters ------------------------------------------------------- */

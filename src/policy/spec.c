@@ -1,7 +1,8 @@
 /* spec.c - policy specifications (docs/policy-spec.md): parses one-line
  * specs such as "exponential base=100ms max=60s jitter=full attempts=5
- * deadline=30s" into retry, breaker and budget options, and durations such
- * as "250ms".
+ * deadline=30s" into retry, breaker and budget options. Durations ("250ms")
+ * are core's (core/duration.c): the connection-string layer below reads
+ * them too.
  *
  * The grammar is documented in docs/policy-spec.md, "Grammar". Parsing
  * works in place over the caller's string with (pointer, length) tokens: no
@@ -10,6 +11,7 @@
  * one half). Each parser fills a local copy of the options and commits it
  * only on success: on error the caller's options are unchanged and err
  * (TETHER_ESPEC) names the key and the value. */
+#include "duration.h"
 #include "internal.h"
 
 #include <float.h>
@@ -30,7 +32,6 @@
 
 #define WANT_DURATION "want a duration in [0, 1000000h]"
 #define WANT_COUNT "want an integer in [1, 1000000]"
-#define UNITS "(ms, s, m, h)"
 
 /* A token: a slice of the spec string (not NUL-terminated). */
 typedef struct spec_tok {
@@ -89,16 +90,8 @@ typedef struct spec_parser {
     uint32_t seen;   /* bit i: def->keys[i] was given */
 } spec_parser;
 
-/* A scanned number: digit+ ["." digit+]. */
-typedef struct spec_num {
-    const char *whole_p; /* integer digits */
-    size_t whole_n;
-    const char *frac_p; /* fraction digits, trailing zeros dropped */
-    size_t frac_n;
-    uint64_t whole; /* value of the integer digits */
-    int whole_over; /* ... which overflowed uint64_t */
-    size_t end;     /* index just after the number */
-} spec_num;
+/* A scanned number (core/duration.h). */
+typedef tether__num spec_num;
 
 /* ------------------------------------------------------------------------ */
 /* Tokens and messages                                                      */
@@ -111,10 +104,6 @@ static int is_space(char c) {
 
 static int is_digit(char c) {
     return c >= '0' && c <= '9';
-}
-
-static int is_alpha(char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
 
 static int tok_is(spec_tok t, const char *s) {
@@ -190,36 +179,6 @@ static int spec_fail(const spec_parser *ps, const char *fmt, ...) {
 /* Numbers and durations                                                    */
 /* ------------------------------------------------------------------------ */
 
-/* scan_number reads digit+ ["." digit+] at the start of t into num.
- * Returns 0, or -1 when t does not start with such a number. */
-static int scan_number(spec_tok t, spec_num *num) {
-    size_t i = 0;
-    memset(num, 0, sizeof(*num));
-    num->whole_p = t.p;
-    for (; i < t.n && is_digit(t.p[i]); i++) {
-        unsigned d = (unsigned)(t.p[i] - '0');
-        if (num->whole > (UINT64_MAX - d) / 10)
-            num->whole_over = 1;
-        else
-            num->whole = num->whole * 10 + d;
-    }
-    num->whole_n = i;
-    if (i == 0)
-        return -1;
-    if (i < t.n && t.p[i] == '.') {
-        size_t start = ++i, last = start;
-        for (; i < t.n && is_digit(t.p[i]); i++)
-            if (t.p[i] != '0')
-                last = i + 1;
-        if (i == start)
-            return -1;
-        num->frac_p = t.p + start;
-        num->frac_n = last - start;
-    }
-    num->end = i;
-    return 0;
-}
-
 /* scan_uint parses t, decimal digits only, into *v. Returns -1 on any other
  * character, an empty token or overflow. */
 static int scan_uint(spec_tok t, uint64_t *v) {
@@ -238,62 +197,10 @@ static int scan_uint(spec_tok t, uint64_t *v) {
     return 0;
 }
 
-/* unit_factor returns the milliseconds in one unit, or 0 if unknown. */
-static int64_t unit_factor(spec_tok u) {
-    if (tok_is(u, "ms"))
-        return 1;
-    if (tok_is(u, "s"))
-        return 1000;
-    if (tok_is(u, "m"))
-        return 60000;
-    if (tok_is(u, "h"))
-        return 3600000;
-    return 0;
-}
-
-/* duration_value converts a scanned number times unit f into *ms exactly.
- * A fraction of up to 7 significant digits can be a whole number of ms
- * (f divides 2^7 * 3^2 * 5^5); longer ones never are. */
-static const char *duration_value(const spec_num *num, int64_t f, int64_t *ms) {
-    uint64_t frac = 0, pow = 1;
-    if (num->frac_n > 7)
-        return "not a whole number of milliseconds";
-    for (size_t i = 0; i < num->frac_n; i++) {
-        frac = frac * 10 + (uint64_t)(num->frac_p[i] - '0');
-        pow *= 10;
-    }
-    if ((frac * (uint64_t)f) % pow != 0)
-        return "not a whole number of milliseconds";
-    if (num->whole_over || num->whole > (uint64_t)(INT64_MAX / f))
-        return "too large (overflows 64-bit milliseconds)";
-    uint64_t v = num->whole * (uint64_t)f + frac * (uint64_t)f / pow;
-    if (v > (uint64_t)INT64_MAX)
-        return "too large (overflows 64-bit milliseconds)";
-    *ms = (int64_t)v;
-    return NULL;
-}
-
-/* duration_scan parses t as a duration. Returns NULL with *ms set, or the
- * reason it is not one. */
+/* duration_scan parses t as a duration (core/duration.c). Returns NULL
+ * with *ms set, or the reason it is not one. */
 static const char *duration_scan(spec_tok t, int64_t *ms) {
-    spec_num num;
-    if (t.n > 0 && t.p[0] == '-')
-        return "must not be negative";
-    if (scan_number(t, &num) != 0)
-        return "not a number followed by a unit " UNITS;
-    spec_tok unit = {t.p + num.end, t.n - num.end};
-    if (unit.n == 0) {
-        if (num.whole == 0 && !num.whole_over && num.frac_n == 0) {
-            *ms = 0;
-            return NULL;
-        }
-        return "missing unit " UNITS;
-    }
-    int64_t f = unit_factor(unit);
-    if (f == 0)
-        return is_alpha(unit.p[0]) ? "unknown unit (want ms, s, m or h)"
-                                   : "not a number followed by a unit " UNITS;
-    return duration_value(&num, f, ms);
+    return tether__duration_scan(t.p, t.n, ms);
 }
 
 /* float_value turns a scanned number into the nearest double: at most
@@ -382,7 +289,7 @@ static int set_float(const spec_parser *ps, const spec_key *k, spec_tok val,
     spec_num num;
     double v = 0.0;
     int rc = -2;
-    if (scan_number(val, &num) == 0 && num.end == val.n)
+    if (tether__num_scan(val.p, val.n, &num) == 0 && num.end == val.n)
         rc = float_value(&num, &v);
     if (rc == -1)
         return bad_value(ps, k, val,
@@ -790,19 +697,4 @@ int tether_budget_opts_parse_sized(const char *spec, tether_budget_opts *o,
     if (!rc)
         tether__sized_out(o, size, &local, sizeof(local));
     return rc;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Durations                                                                */
-/* ------------------------------------------------------------------------ */
-
-int tether_duration_parse(const char *text, int64_t *ms) {
-    int64_t v = 0;
-    if (!text || !ms)
-        return TETHER_EINVAL;
-    spec_tok t = {text, strlen(text)};
-    if (duration_scan(t, &v) != NULL || v > TETHER_DURATION_MAX_MS)
-        return TETHER_ESPEC;
-    *ms = v;
-    return 0;
 }

@@ -1,8 +1,13 @@
-/* open.c - tether_pool_open: a PostgreSQL pool from one connection string.
- * The connector takes the hosts, the strategy and the role target; the
- * pool's own keywords (tether_pool_max and the rest, docs/conninfo.md) are
- * mapped here onto tether_pool_opts. The pool owns the connector. */
+/* open.c - tether_pool_open: a PostgreSQL pool from one connection string,
+ * parsed once into a keyword set (conninfo.h) that the pool's keywords,
+ * the connector and a routing pool's sides all read. The connector takes
+ * the hosts, the strategy and the role target; the pool's own keywords
+ * (tether_pool_max and the rest, docs/conninfo.md) are defined in the table
+ * here and mapped onto tether_pool_opts. The pool owns the connector. */
+#include "pool_open.h"
+#include "connector.h"
 #include "conninfo.h"
+#include "duration.h"
 #include "pool.h"
 
 #include <stdlib.h>
@@ -66,7 +71,7 @@ static int set_lag(void *base, const char *key, const char *v,
         r->max_lag_bytes = n;
         return 0;
     }
-    if (tether_duration_parse(v, &n) == 0) {
+    if (tether__duration_parse(v, &n) == 0) {
         r->max_lag_ms = n;
         return 0;
     }
@@ -82,34 +87,59 @@ static const char *const route_names[] = {"none", "read-write-split", NULL};
 #define OPT(f) offsetof(pool_keys, o.f)
 
 static const tether__keydef pool_keys_defs[] = {
-    TETHER__KD_CALL("tether_pool_name", check_name),
+    TETHER__KD_CALL("tether_pool_name", check_name,
+                    "the pool's name in metric labels, errors and logs"),
     TETHER__KD_RANGE("tether_pool_min", TETHER__KD_INT, OPT(min_size), 0,
-                     100000),
+                     100000, "connections kept open"),
     TETHER__KD_RANGE("tether_pool_max", TETHER__KD_INT, OPT(max_size), 1,
-                     100000),
-    TETHER__KD("tether_pooling", TETHER__KD_BOOL, PK(pooling)),
-    TETHER__KD("tether_acquire_timeout", TETHER__KD_MS,
-               OPT(acquire_timeout_ms)),
-    TETHER__KD("tether_idle_timeout", TETHER__KD_MS, OPT(idle_timeout_ms)),
-    TETHER__KD("tether_max_lifetime", TETHER__KD_MS, OPT(max_lifetime_ms)),
-    TETHER__KD("tether_validate_idle", TETHER__KD_MS, OPT(validate_idle_ms)),
-    TETHER__KD("tether_probe_idle", TETHER__KD_MS, OPT(probe_idle_ms)),
+                     100000, "the most connections"),
+    TETHER__KD("tether_pooling", TETHER__KD_BOOL, PK(pooling),
+               "off: a pool of one connection"),
+    TETHER__KD("tether_acquire_timeout", TETHER__KD_MS, OPT(acquire_timeout_ms),
+               "how long an acquire may wait"),
+    TETHER__KD("tether_idle_timeout", TETHER__KD_MS, OPT(idle_timeout_ms),
+               "idle connections above the minimum close after this"),
+    TETHER__KD("tether_max_lifetime", TETHER__KD_MS, OPT(max_lifetime_ms),
+               "connections retire after about this long"),
+    TETHER__KD("tether_validate_idle", TETHER__KD_MS, OPT(validate_idle_ms),
+               "a round-trip check only after this much idleness"),
+    TETHER__KD("tether_probe_idle", TETHER__KD_MS, OPT(probe_idle_ms),
+               "the socket liveness check from this much idleness"),
     TETHER__KD_RANGE("tether_barge_limit_us", TETHER__KD_I64,
-                     OPT(barge_limit_us), 0, 1000000000),
+                     OPT(barge_limit_us), 0, 1000000000,
+                     "how long a newcomer may go ahead of the first waiter"),
     TETHER__KD_RANGE("tether_max_waiters", TETHER__KD_INT, OPT(max_waiters), 0,
-                     100000000),
-    TETHER__KD("tether_leak_threshold", TETHER__KD_MS, OPT(leak_threshold_ms)),
-    TETHER__KD("tether_reset_query", TETHER__KD_STR, PK(reset_query)),
-    TETHER__KD("tether_drain_timeout", TETHER__KD_MS, PK(drain_ms)),
-    TETHER__KD_CALL("tether_retry", set_policy),
-    TETHER__KD_CALL("tether_breaker", set_policy),
-    TETHER__KD_NAMES("tether_route", PK(route.on), route_names),
+                     100000000, "callers that may wait at once"),
+    TETHER__KD("tether_leak_threshold", TETHER__KD_MS, OPT(leak_threshold_ms),
+               "report leases held longer"),
+    TETHER__KD("tether_reset_query", TETHER__KD_STR, PK(reset_query),
+               "SQL run on release, e.g. DISCARD ALL"),
+    TETHER__KD("tether_drain_timeout", TETHER__KD_MS, PK(drain_ms),
+               "how long a timed-out statement's connection may drain"),
+    TETHER__KD_CALL("tether_retry", set_policy,
+                    "a retry spec: tether_pool_run's policy"),
+    TETHER__KD_CALL("tether_breaker", set_policy,
+                    "a breaker spec: the connect-error breaker"),
+    TETHER__KD_NAMES("tether_route", PK(route.on), route_names,
+                     "read-write-split: read-only work to the standbys"),
     TETHER__KD_RANGE("tether_read_pool_max", TETHER__KD_INT, PK(route.read_max),
-                     1, 100000),
-    TETHER__KD_CALL("tether_max_standby_lag", set_lag),
-    TETHER__KD("tether_lag_recheck", TETHER__KD_MS, PK(route.lag_recheck_ms)),
-    TETHER__KD("tether_read_wait", TETHER__KD_MS, PK(route.read_wait_ms)),
+                     1, 100000, "routing: the read side's most connections"),
+    TETHER__KD_CALL("tether_max_standby_lag", set_lag,
+                    "routing: a standby lagging more is skipped"),
+    TETHER__KD("tether_lag_recheck", TETHER__KD_MS, PK(route.lag_recheck_ms),
+               "routing: how long a connection's lag verdict holds"),
+    TETHER__KD("tether_read_wait", TETHER__KD_MS, PK(route.read_wait_ms),
+               "routing: the most a read waits for the read side"),
     TETHER__KD_END};
+
+static const tether__kwtable pool_table = {
+    .layer = "pool", .kind = TETHER__KW_POOL, .defs = pool_keys_defs};
+
+/* The pool's keywords are known from the start: a string is checked
+ * against them wherever it is parsed (conninfo.h, "keyword tables"). */
+__attribute__((constructor)) static void register_keywords(void) {
+    tether__keywords_register(&pool_table);
+}
 
 /* route_check refuses routing keywords without tether_route. */
 static int route_check(const tether__conninfo *ci, const pool_keys *k,
@@ -126,8 +156,7 @@ static int route_check(const tether__conninfo *ci, const pool_keys *k,
     return 0;
 }
 
-int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
-                            tether_error *err) {
+static void keys_defaults(pool_keys *k) {
     memset(k, 0, sizeof(*k));
     tether_pool_opts_init(&k->o);
     k->pooling = 1;
@@ -135,17 +164,14 @@ int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
     k->route.lag_recheck_ms = 1000;
     k->route.read_wait_ms = 1000;
     k->drain_ms = TETHER__DRAIN_MS;
-    tether__conninfo ci;
-    int rc = tether__conninfo_parse(conninfo, &ci, err);
-    for (size_t i = 0; rc == 0 && i < ci.n; i++)
-        if (tether__conninfo_kind(ci.kv[i].key) == TETHER__KW_POOL)
-            rc = tether__keydefs_apply(pool_keys_defs, k, ci.kv[i].key,
-                                       ci.kv[i].val, err);
+}
+
+/* keys_check checks what no one keyword can: the keywords together. */
+static int keys_check(const tether__conninfo *ci, pool_keys *k,
+                      tether_error *err) {
+    int rc = route_check(ci, k, err);
     if (rc == 0)
-        rc = route_check(&ci, k, err);
-    if (rc == 0)
-        rc = tether__conninfo_pool_name(&ci, &k->name, err);
-    tether__conninfo_free(&ci);
+        rc = tether__conninfo_pool_name(ci, &k->name, err);
     if (rc == 0 && k->o.min_size > k->o.max_size)
         rc = tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
                               "connection string: tether_pool_min (%d) is "
@@ -156,10 +182,36 @@ int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
                               "connection string: tether_pool_min (%d) with "
                               "tether_pooling=off (a pool of one)",
                               k->o.min_size);
+    return rc;
+}
+
+int tether__pool_keys_from(const tether__conninfo *ci, pool_keys *k,
+                           tether_error *err) {
+    keys_defaults(k);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < ci->n; i++)
+        if (tether__conninfo_kind(ci->kv[i].key) == TETHER__KW_POOL &&
+            (rc = tether__keydefs_apply(pool_keys_defs, k, ci->kv[i].key,
+                                        ci->kv[i].val, err)) > 0)
+            rc = 0; /* another table's keyword, not for this one */
+    if (rc == 0)
+        rc = keys_check(ci, k, err);
     if (!k->pooling)
         k->o.max_size = 1;
     k->o.reset_query = k->reset_query;
     k->o.name = k->name;
+    return rc;
+}
+
+int tether__pool_keys_parse(const char *conninfo, pool_keys *k,
+                            tether_error *err) {
+    tether__conninfo ci;
+    int rc = tether__conninfo_parse(conninfo, &ci, err);
+    if (rc == 0)
+        rc = tether__pool_keys_from(&ci, k, err);
+    else
+        keys_defaults(k);
+    tether__conninfo_wipe(&ci);
     return rc;
 }
 
@@ -168,56 +220,40 @@ void tether__pool_keys_free(pool_keys *k) {
     tether__free(k->name);
 }
 
-/* open_connector makes the pool's connector from the same string. */
-static int open_connector(const char *conninfo, tether_event_fn on_event,
+/* open_connector makes the pool's connector from the same keyword set. */
+static int open_connector(const tether__conninfo *ci, tether_event_fn on_event,
                           void *event_ctx, tether_connector **c,
                           tether_error *err) {
     tether_connector_opts co;
     tether_connector_opts_init(&co);
-    co.conninfo = conninfo;
     co.on_event = on_event;
     co.event_ctx = event_ctx;
-    return tether_connector_create(c, &co, err);
+    return tether__connector_create_ci(c, &co, ci, err);
 }
 
-/* side_conninfo returns conninfo (any form) as key=value pairs with
- * extra appended (the last of a keyword wins), malloc'd; NULL when out of
- * memory or unparsable (err set). */
-static char *side_conninfo(const char *conninfo, const char *extra,
-                           tether_error *err) {
-    tether__conninfo ci;
-    char *s = NULL;
-    if (tether__conninfo_parse(conninfo, &ci, err) == 0) {
-        size_t n = tether__conninfo_format(&ci, 0, NULL, 0);
-        size_t m = strlen(extra);
-        s = tether__malloc(n + m + 2);
-        if (s) {
-            tether__conninfo_format(&ci, 0, s, n + 1);
-            s[n] = ' ';
-            memcpy(s + n + 1, extra, m + 1);
-        } else {
-            tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT, NULL);
-        }
-    }
-    tether__conninfo_free(&ci);
-    return s;
+/* side_conninfo makes *side a copy of ci with the keyword-value pairs of
+ * extra (NULL-terminated) set: a routing side's target and strategy. The
+ * caller wipes *side (it holds the password), on failure too. */
+static int side_conninfo(const tether__conninfo *ci, const char *const *extra,
+                         tether__conninfo *side, tether_error *err) {
+    int rc = tether__conninfo_copy(side, ci, err);
+    for (; rc == 0 && extra[0]; extra += 2)
+        rc = tether__conninfo_set(side, extra[0], extra[1], err);
+    return rc;
 }
 
 /* open_side makes one side of a routing pool (or a plain pool, extra
- * NULL): its connector from conninfo with extra appended, then the pool. */
-static int open_side(tether_pool **out, const char *conninfo, const char *extra,
-                     tether_pool_opts *o, int64_t drain_ms,
-                     tether_event_fn on_event, void *event_ctx,
-                     tether_error *err) {
-    char *ci = extra ? side_conninfo(conninfo, extra, err) : NULL;
+ * NULL): its connector from ci with extra's pairs set, then the pool. */
+static int open_side(tether_pool **out, const tether__conninfo *ci,
+                     const char *const *extra, tether_pool_opts *o,
+                     int64_t drain_ms, tether_event_fn on_event,
+                     void *event_ctx, tether_error *err) {
+    tether__conninfo side = {0};
     tether_connector *c = NULL;
-    int rc = extra && !ci ? (err && err->code ? err->code : TETHER_ENOMEM) : 0;
+    int rc = extra ? side_conninfo(ci, extra, &side, err) : 0;
     if (rc == 0)
-        rc = open_connector(ci ? ci : conninfo, on_event, event_ctx, &c, err);
-    if (ci) { /* it holds the password: wipe it */
-        memset(ci, 0, strlen(ci));
-        tether__free(ci);
-    }
+        rc = open_connector(extra ? &side : ci, on_event, event_ctx, &c, err);
+    tether__conninfo_wipe(&side);
     if (rc == 0) {
         o->connector = c;
         rc = tether_pool_create(out, o, err);
@@ -242,9 +278,9 @@ static void read_name(const tether_pool *w, char *buf, size_t cap) {
 
 /* open_read_side gives routing pool w its read side: standbys only,
  * spread at random, at most tether_read_pool_max connections. */
-static int open_read_side(tether_pool *w, const char *conninfo, pool_keys *k,
-                          tether_event_fn on_event, void *event_ctx,
-                          tether_error *err) {
+static int open_read_side(tether_pool *w, const tether__conninfo *ci,
+                          pool_keys *k, tether_event_fn on_event,
+                          void *event_ctx, tether_error *err) {
     tether_pool_opts o = k->o;
     char name[TETHER_POOL_NAME_MAX + 1];
     read_name(w, name, sizeof(name));
@@ -253,10 +289,33 @@ static int open_read_side(tether_pool *w, const char *conninfo, pool_keys *k,
         o.max_size = k->route.read_max;
     o.min_size = TETHER__MIN(o.min_size, o.max_size);
     tether_pool *r = NULL;
-    int rc = open_side(&r, conninfo,
-                       "target_session_attrs=standby tether_strategy=random",
-                       &o, k->drain_ms, on_event, event_ctx, err);
+    static const char *const extra[] = {"target_session_attrs", "standby",
+                                        "tether_strategy", "random", NULL};
+    int rc =
+        open_side(&r, ci, extra, &o, k->drain_ms, on_event, event_ctx, err);
     return rc ? rc : tether__route_attach(w, r, &k->route, err);
+}
+
+int tether__pool_open_ci(tether_pool **out, const tether__conninfo *ci,
+                         tether_event_fn on_event, void *event_ctx,
+                         tether_error *err) {
+    static const char *const write_side[] = {"target_session_attrs",
+                                             "read-write", NULL};
+    pool_keys k;
+    *out = NULL;
+    int rc = tether__pool_keys_from(ci, &k, err);
+    if (rc == 0) /* routing: the write side reaches the primary only */
+        rc = open_side(out, ci, k.route.on ? write_side : NULL, &k.o,
+                       k.drain_ms, on_event, event_ctx, err);
+    if (rc == 0 && k.route.on) {
+        rc = open_read_side(*out, ci, &k, on_event, event_ctx, err);
+        if (rc) {
+            tether_pool_destroy(*out);
+            *out = NULL;
+        }
+    }
+    tether__pool_keys_free(&k);
+    return rc;
 }
 
 int tether_pool_open(tether_pool **out, const char *conninfo,
@@ -267,19 +326,10 @@ int tether_pool_open(tether_pool **out, const char *conninfo,
     *out = NULL;
     if (!conninfo)
         return tether__null(err, "tether_pool_open", "conninfo");
-    pool_keys k;
-    int rc = tether__pool_keys_parse(conninfo, &k, err);
-    if (rc == 0) /* routing: the write side reaches the primary only */
-        rc = open_side(out, conninfo,
-                       k.route.on ? "target_session_attrs=read-write" : NULL,
-                       &k.o, k.drain_ms, on_event, event_ctx, err);
-    if (rc == 0 && k.route.on) {
-        rc = open_read_side(*out, conninfo, &k, on_event, event_ctx, err);
-        if (rc) {
-            tether_pool_destroy(*out);
-            *out = NULL;
-        }
-    }
-    tether__pool_keys_free(&k);
+    tether__conninfo ci; /* parsed once: the pool, its sides, connectors */
+    int rc = tether__conninfo_parse(conninfo, &ci, err);
+    if (rc == 0)
+        rc = tether__pool_open_ci(out, &ci, on_event, event_ctx, err);
+    tether__conninfo_wipe(&ci);
     return rc;
 }

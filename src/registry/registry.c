@@ -17,6 +17,7 @@
  * the entry unlinked, nobody can reach the pool any more. */
 #include "conninfo.h"
 #include "internal.h"
+#include "pool_open.h"
 
 #include <limits.h>
 #include <pthread.h>
@@ -263,7 +264,7 @@ static int key_make(conn_key *k, const char *conninfo, tether_error *err) {
 static void key_free(conn_key *k) {
     if (k->key && k->key != k->buf)
         tether__free(k->key);
-    tether__conninfo_free(&k->ci);
+    tether__conninfo_wipe(&k->ci); /* it holds the password */
 }
 
 /* entry_new makes the entry and pool for conninfo (lock held). */
@@ -289,10 +290,12 @@ static int entry_new(tether_registry *r, const char *conninfo,
     if (name)
         po.name = name;
     /* No driver in the template: PostgreSQL, everything (hosts, strategy,
-     * credentials, pool settings) from this connection string. */
+     * credentials, pool settings) from this connection string, as parsed
+     * for the key (not parsed again). */
     if (rc == 0)
-        rc = po.driver ? tether_pool_create(&e->pool, &po, err)
-                       : tether_pool_open(&e->pool, conninfo, NULL, NULL, err);
+        rc = po.driver
+                 ? tether_pool_create(&e->pool, &po, err)
+                 : tether__pool_open_ci(&e->pool, &k->ci, NULL, NULL, err);
     tether__free(name);
     if (rc != 0) {
         entry_free(e);

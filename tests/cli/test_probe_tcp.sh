@@ -103,4 +103,11 @@ probe --driver redis "host=127.0.0.1 port=$live1"
 [ "$rc" -eq 2 ] || fail "exit status $rc, want 2"
 grep -q -- "--driver: want pq or tcp" <<<"$out" || fail "no usage error"
 
+check "--help lists the connection-string keywords from the library's tables"
+out=$("$bin" probe --help 2>&1) rc=$?
+[ "$rc" -eq 0 ] || fail "exit status $rc, want 0"
+grep -Eq '^    tether_pool_max +the most connections$' <<<"$out" || fail "no tether_pool_max line"
+grep -Eq '^    tether_strategy +how the hosts are tried' <<<"$out" || fail "no tether_strategy line"
+grep -q '^  read by pool:$' <<<"$out" || fail "no pool heading"
+
 echo "test_probe_tcp: all checks passed"

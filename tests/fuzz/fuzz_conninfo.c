@@ -1,5 +1,5 @@
 /* fuzz_conninfo.c - libFuzzer target for connection-string normalization
- * (src/registry/conninfo.c): feeds arbitrary bytes (as a NUL-terminated
+ * (src/conninfo/conninfo.c): feeds arbitrary bytes (as a NUL-terminated
  * copy) to tether_registry_normalize and the internal parser, and abort()s
  * when an invariant breaks:
  *   - the same input always gives the same result, and the sizing call
@@ -11,13 +11,16 @@
  *     normalize(key) == key;
  *   - the masked display form parses back to the same keywords and values
  *     except that every secret value reads "***", and a secret value that
- *     appears nowhere else in the pairs never appears in the display.
- * Build by hand from the repository root (or through CMakeLists.txt here),
+ *     appears nowhere else in the pairs never appears in the display;
+ *   - a copy of the parsed set formats as the key, and the copy with a
+ *     keyword set formats as the key with that keyword appended does (a
+ *     routing side's edit, src/pool/open.c).
+ * Build it through CMakeLists.txt here (it links every layer: the keyword
+ * tables the connector, the pool and the pq driver register are known),
  * then run it with a scratch directory first so new inputs never land in the
  * repository: */
 // clang-format off
-// clang -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude -Isrc/core -Isrc/conninfo -I/usr/include/postgresql src/core/*.c src/conninfo/*.c tests/fuzz/fuzz_conninfo.c -lpq -lpthread -lm -o fuzz_conninfo
-// mkdir -p /tmp/fz && ./fuzz_conninfo -max_total_time=60 /tmp/fz tests/fuzz/corpus/conninfo
+// build-fuzz/tests/fuzz/fuzz_conninfo -max_total_time=60 /tmp/fz tests/fuzz/corpus/conninfo
 // clang-format on
 #include "conninfo.h"
 #include "tether.h"
@@ -112,6 +115,31 @@ static void check_display(const tether__conninfo *ci) {
     free(d);
 }
 
+/* check_edit: a copy of ci formats as key; with target_session_attrs set,
+ * as key with that keyword appended normalizes. */
+static void check_edit(const tether__conninfo *ci, const char *key) {
+    static const char extra[] = " target_session_attrs=standby";
+    tether__conninfo cp;
+    CHECK(tether__conninfo_copy(&cp, ci, NULL) == 0);
+    char *a = tether__conninfo_dup(&cp, 0);
+    CHECK(a != NULL && strcmp(a, key) == 0);
+    CHECK(tether__conninfo_set(&cp, "target_session_attrs", "standby", NULL) ==
+          0);
+    char *b = tether__conninfo_dup(&cp, 0);
+    size_t n = strlen(key) + sizeof(extra);
+    char *appended = malloc(n), *want = malloc(n + 8);
+    CHECK(b != NULL && appended != NULL && want != NULL);
+    snprintf(appended, n, "%s%s", key, extra);
+    int wn = tether_registry_normalize(appended, want, n + 8, NULL);
+    if (wn >= 0) /* not past TETHER__CONNINFO_MAX */
+        CHECK(strcmp(want, b) == 0);
+    free(a);
+    free(b);
+    free(appended);
+    free(want);
+    tether__conninfo_free(&cp);
+}
+
 /* check_success: key (length n) is canonical and the display is safe. */
 static void check_success(const char *s, const char *key, int n) {
     CHECK(n >= 0 && n <= TETHER__CONNINFO_MAX);
@@ -125,6 +153,7 @@ static void check_success(const char *s, const char *key, int n) {
     char *k = NULL;
     CHECK(tether__conninfo_parse(s, &ci, NULL) == 0);
     check_display(&ci);
+    check_edit(&ci, key);
     tether__conninfo_free(&ci);
     CHECK(tether__conninfo_keys(s, &k, NULL, NULL) == 0);
     CHECK(strcmp(k, key) == 0);

@@ -6,7 +6,10 @@
  * (tether__pool_keys_parse: tether_pool_max, tether_retry, ...) and, as a
  * provisioning answer "h:p,[v6]:p,...", to tether__conncfg_set_hosts, and
  * abort()s when an invariant breaks:
- *   - the same input always gives the same result and message;
+ *   - the same input always gives the same result and message, from the
+ *     string and from the keyword set parsed once (tether__conncfg_from);
+ *   - a routing side's set (a copy with target_session_attrs set) reads as
+ *     the string with that keyword appended;
  *   - failure: a negative code (TETHER_ESPEC but for memory), a non-empty
  *     message under 200 characters that never holds the value of a secret
  *     keyword (password, sslpassword) when that value is distinctive, unless
@@ -146,22 +149,70 @@ static int parse_pool(const char *s, tether_error *e) {
     return rc;
 }
 
-/* connector: the connector's reading of s, twice. */
+/* same_cfg: a and b are the same configuration. */
+static void same_cfg(const tether__conncfg *a, const tether__conncfg *b) {
+    CHECK(a->neps == b->neps && a->nparams == b->nparams);
+    CHECK(a->strategy == b->strategy && a->target == b->target);
+    CHECK(a->attempt_timeout_ms == b->attempt_timeout_ms);
+    for (int i = 0; i < a->nparams; i++)
+        CHECK(!strcmp(a->keys[i], b->keys[i]) &&
+              !strcmp(a->vals[i], b->vals[i]));
+    CHECK(strcmp(a->display, b->display) == 0);
+}
+
+/* side: a routing side's keyword set (a copy of ci with
+ * target_session_attrs set) reads as ci's string with the keyword
+ * appended did, when it was formatted and parsed again. */
+static void side(const tether__conninfo *ci) {
+    tether__conninfo cp;
+    tether__conncfg a, b;
+    tether_error ea = {0}, eb = {0};
+    CHECK(tether__conninfo_copy(&cp, ci, NULL) == 0);
+    CHECK(tether__conninfo_set(&cp, "target_session_attrs", "standby", NULL) ==
+          0);
+    char *base = tether__conninfo_dup(ci, 0);
+    CHECK(base != NULL);
+    size_t n = strlen(base) + 40;
+    char *str = malloc(n);
+    CHECK(str != NULL);
+    snprintf(str, n, "%s target_session_attrs=standby", base);
+    int rc = tether__conncfg_from(&cp, 1, &a, &ea);
+    CHECK(tether__conncfg_parse(str, &b, &eb) == rc);
+    if (rc == 0)
+        same_cfg(&a, &b);
+    else
+        CHECK(strcmp(ea.message, eb.message) == 0);
+    tether__conncfg_free(&a);
+    tether__conncfg_free(&b);
+    tether__conninfo_free(&cp);
+    free(base);
+    free(str);
+}
+
+/* connector: the connector's reading of s, from the string and from the
+ * keyword set parsed once: the same result and message. */
 static void connector(const char *s) {
+    tether__conninfo ci;
     tether__conncfg a, b;
     tether_error ea, eb;
     memset(&ea, 0x5a, sizeof(ea));
     memset(&eb, 0, sizeof(eb));
     int rc = tether__conncfg_parse(s, &a, &ea);
-    CHECK(tether__conncfg_parse(s, &b, &eb) == rc);
+    int prc = tether__conninfo_parse(s, &ci, NULL);
+    if (prc == 0)
+        CHECK(tether__conncfg_from(&ci, 1, &b, &eb) == rc);
+    else
+        CHECK(tether__conncfg_parse(s, &b, &eb) == rc);
     if (rc == 0) {
         check_conncfg(&a);
-        CHECK(a.neps == b.neps && a.nparams == b.nparams);
-        CHECK(strcmp(a.display, b.display) == 0);
+        same_cfg(&a, &b);
     } else {
         check_failure(s, rc, &ea, parse_conncfg);
         CHECK(strcmp(ea.message, eb.message) == 0);
     }
+    if (prc == 0)
+        side(&ci);
+    tether__conninfo_free(&ci);
     tether__conncfg_free(&a);
     tether__conncfg_free(&b);
 }

@@ -197,6 +197,17 @@ static void test_parse_errors(void **state) {
     (void)state;
     expect_spec_error("host=a tether_bogus=1 password=s3cret",
                       "unknown tether keyword \"tether_bogus\"");
+    /* a typo of a keyword in the tables: named */
+    expect_spec_error("host=a tether_pool_mx=4 password=s3cret",
+                      "unknown tether keyword \"tether_pool_mx\" (did you "
+                      "mean tether_pool_max? see docs/conninfo.md)");
+    expect_spec_error("host=a tether_strategi=race password=s3cret",
+                      "(did you mean tether_strategy?");
+    /* none for a keyword that is not tether's: it may be a password's tail */
+    expect_spec_error("host=a password=s3cret hots=x",
+                      "a keyword is neither libpq's nor tether's (unknown "
+                      "keyword; its name is not shown in case it is part of a "
+                      "password)");
     expect_spec_error("host=a,b,c port=1,2 password=s3cret",
                       "mismatched host and port counts (3 hosts");
     expect_spec_error("host=a tether_strategy=zigzag password=s3cret",
@@ -259,6 +270,55 @@ static void test_parse_environment(void **state) {
     assert_null(cfg.eps[0].host); /* libpq's default: the socket */
     assert_int_equal(cfg.target, TETHER_TARGET_ANY);
     tether__conncfg_free(&cfg);
+}
+
+/* The connector's configuration from a keyword set parsed already: the
+ * same as from the string, the set untouched (a routing side edits a copy
+ * of it, never the string again); PGPASSWORD-like environment values never
+ * reach the display form. */
+static void test_config_from_set(void **state) {
+    (void)state;
+    static const char s[] = "host=h1,h2 port=5433 user=u password=s3cret "
+                            "tether_strategy=race sslmode=disable "
+                            "tether_pool_max=4";
+    tether__conninfo ci, side;
+    tether_error err = {0};
+    tether__conncfg a, b;
+    assert_int_equal(tether__conninfo_parse(s, &ci, &err), 0);
+    assert_int_equal(tether__conncfg_parse(s, &a, &err), 0);
+    assert_int_equal(tether__conncfg_from(&ci, 1, &b, &err), 0);
+    assert_int_equal(a.neps, b.neps);
+    assert_int_equal(a.strategy, b.strategy);
+    assert_int_equal(a.nparams, b.nparams);
+    for (int i = 0; i < a.nparams; i++) {
+        assert_string_equal(a.keys[i], b.keys[i]);
+        assert_string_equal(a.vals[i], b.vals[i]);
+    }
+    assert_string_equal(a.display, b.display);
+    tether__conncfg_free(&a);
+    tether__conncfg_free(&b);
+    assert_int_equal(tether__conninfo_copy(&side, &ci, &err), 0);
+    assert_int_equal(
+        tether__conninfo_set(&side, "target_session_attrs", "standby", &err),
+        0);
+    setenv("PGPASSWORD", "envsecret", 1);
+    assert_int_equal(tether__conncfg_from(&side, 1, &b, &err), 0);
+    unsetenv("PGPASSWORD");
+    assert_int_equal(b.target, TETHER_TARGET_STANDBY);
+    assert_int_equal(b.strategy, TETHER_STRATEGY_RACE);
+    assert_null(strstr(b.display, "s3cret"));
+    assert_null(strstr(b.display, "envsecret"));
+    tether__conncfg_free(&b);
+    assert_null(tether__conninfo_get(&ci, "target_session_attrs"));
+    /* A bad keyword in the set: the same error as from the string. */
+    assert_int_equal(tether__conninfo_set(&side, "tether_bogus", "1", &err), 0);
+    assert_int_equal(tether__conncfg_from(&side, 1, &b, &err), TETHER_ESPEC);
+    assert_string_equal(err.message,
+                        "connection string: unknown tether keyword "
+                        "\"tether_bogus\" (see docs/conninfo.md)");
+    tether__conncfg_free(&b);
+    tether__conninfo_wipe(&side);
+    tether__conninfo_free(&ci);
 }
 
 static void test_parse_keywords(void **state) {
@@ -926,6 +986,7 @@ static void test_error_pool_breaker(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_parse_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_config_from_set, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_keywords, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_ports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_parse_environment, setup,

@@ -1,8 +1,9 @@
 /* test_conninfo.c - unit tests for connection-string normalization
- * (src/registry/conninfo.c): equivalent spellings share one key (order,
+ * (src/conninfo/conninfo.c): equivalent spellings share one key (order,
  * whitespace, quoting, escapes, URI vs key=value, duplicates, IPv6,
  * percent-decoding), different values never do, every error category with
- * a message that never echoes a password, the masked display form, and a
+ * a message that never echoes a password, the masked display form, the
+ * keyword tables the layers register, editing a parsed set, and a
  * randomized idempotence check. */
 // clang-format off
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 
 #include "conninfo.h"
+#include "pool.h"
 #include "tether.h"
 
 #include <libpq-fe.h>
@@ -461,6 +463,131 @@ static void test_kinds(void **state) {
     assert_int_equal(npool, 21); /* 15 + 5 of read/write routing + drain */
 }
 
+/* rank: the order tether__keyword_at lists the kinds in. */
+static int rank(tether__kw_kind k) {
+    return k == TETHER__KW_LIBPQ ? 9 : (int)k;
+}
+
+/* Every registered keyword is listed once, with its layer and a line of
+ * description: tether's first, then libpq's that no tether table claims. */
+static void test_keyword_list(void **state) {
+    (void)state;
+    tether__kwinfo kw, prev = {0};
+    int n = 0, libpq = 0, seen_host = 0, seen_pool_max = 0;
+    for (size_t i = 0; tether__keyword_at(i, &kw) == 0; i++, n++) {
+        assert_non_null(kw.name);
+        assert_non_null(kw.layer);
+        assert_non_null(kw.desc);
+        assert_int_equal(tether__conninfo_kind(kw.name), kw.kind);
+        if (kw.kind != TETHER__KW_LIBPQ) { /* one line, said by tether */
+            assert_true(strlen(kw.desc) > 10 && strlen(kw.desc) < 80);
+            assert_null(strchr(kw.desc, '\n'));
+        }
+        if (prev.name) /* the kinds in order: tether's, then libpq's */
+            assert_true(rank(prev.kind) <= rank(kw.kind));
+        for (size_t j = 0; j < i; j++) { /* no keyword twice */
+            tether__kwinfo other;
+            assert_int_equal(tether__keyword_at(j, &other), 0);
+            assert_string_not_equal(other.name, kw.name);
+        }
+        libpq += kw.kind == TETHER__KW_LIBPQ;
+        if (!strcmp(kw.name, "host")) {
+            seen_host = 1;
+            assert_int_equal(kw.kind, TETHER__KW_ENDPOINT);
+            assert_string_equal(kw.layer, "connector");
+        }
+        if (!strcmp(kw.name, "tether_pool_max")) {
+            seen_pool_max = 1;
+            assert_string_equal(kw.layer, "pool");
+        }
+        if (kw.kind == TETHER__KW_LIBPQ)
+            assert_string_equal(kw.layer, "libpq");
+        prev = kw;
+    }
+    assert_true(seen_host && seen_pool_max);
+    assert_true(libpq > 15);
+    assert_int_equal(n - libpq, 3 + 9 + 21); /* endpoint, connector, pool */
+    assert_int_equal(tether__keyword_at((size_t)n, &kw), -1);
+    /* The public list is the same one. */
+    tether_keyword pub;
+    for (size_t i = 0; i < (size_t)n; i++) {
+        assert_int_equal(tether_conninfo_keyword(i, &pub), 0);
+        assert_int_equal(tether__keyword_at(i, &kw), 0);
+        assert_string_equal(pub.name, kw.name);
+        assert_string_equal(pub.reader, kw.layer);
+        assert_string_equal(pub.desc, kw.desc);
+    }
+    assert_int_equal(tether_conninfo_keyword((size_t)n, &pub), TETHER_EINVAL);
+    assert_int_equal(tether_conninfo_keyword(0, NULL), TETHER_EINVAL);
+    /* A table registered twice is listed once. */
+    static const tether__keydef defs[] = {
+        TETHER__KD_SELF("test_only_keyword", "a keyword of this test"),
+        TETHER__KD_END};
+    static const tether__kwtable t = {
+        .layer = "test", .kind = TETHER__KW_POOL, .defs = defs};
+    assert_int_equal(tether__keywords_register(&t), 0);
+    assert_int_equal(tether__keywords_register(&t), 0);
+    assert_int_equal(tether__conninfo_kind("test_only_keyword"),
+                     TETHER__KW_POOL);
+    /* Another table's keyword of the pool's kind: the pool leaves it. */
+    tether__pool_keys pk;
+    assert_int_equal(
+        tether__pool_keys_parse("host=h test_only_keyword=1", &pk, NULL), 0);
+    tether__pool_keys_free(&pk);
+    int after = 0;
+    while (tether__keyword_at((size_t)after, &kw) == 0)
+        after++;
+    assert_int_equal(after, n + 1);
+}
+
+/* A parsed set is edited in place: a copy with a keyword set formats as
+ * the string with that keyword appended would parse. */
+static void test_edit(void **state) {
+    (void)state;
+    tether__conninfo ci, cp;
+    tether_error e = {0};
+    assert_int_equal(tether__conninfo_parse("postgresql://u:" PW
+                                            "@h1,h2/db?target_session_attrs="
+                                            "any&sslmode=disable",
+                                            &ci, &e),
+                     0);
+    assert_int_equal(tether__conninfo_copy(&cp, &ci, &e), 0);
+    assert_int_equal(
+        tether__conninfo_set(&cp, "target_session_attrs", "standby", &e), 0);
+    assert_int_equal(tether__conninfo_set(&cp, "tether_strategy", "random", &e),
+                     0);
+    assert_int_equal(tether__conninfo_set(&cp, "application_name",
+                                          "a 'quoted' \\ value", &e),
+                     0);
+    char *got = tether__conninfo_dup(&cp, 0);
+    char want[512];
+    snprintf(want, sizeof(want), "%s",
+             NORM("postgresql://u:" PW "@h1,h2/db?target_session_attrs=any&"
+                  "sslmode=disable&target_session_attrs=standby&"
+                  "tether_strategy=random&application_name=a%20'quoted'%20%5C%"
+                  "20value"));
+    assert_string_equal(got, want);
+    free(got);
+    /* The original is untouched. */
+    assert_string_equal(tether__conninfo_get(&ci, "target_session_attrs"),
+                        "any");
+    assert_null(tether__conninfo_get(&ci, "tether_strategy"));
+    /* Many keywords added to an empty set: it grows. */
+    tether__conninfo empty;
+    assert_int_equal(tether__conninfo_parse("", &empty, &e), 0);
+    for (int i = 0; i < 40; i++) {
+        char k[32];
+        snprintf(k, sizeof(k), "k%02d", 39 - i);
+        assert_int_equal(tether__conninfo_set(&empty, k, "v", &e), 0);
+    }
+    assert_int_equal(empty.n, 40);
+    for (size_t i = 1; i < empty.n; i++) /* kept in keyword order */
+        assert_true(strcmp(empty.kv[i - 1].key, empty.kv[i].key) < 0);
+    tether__conninfo_wipe(&empty);
+    tether__conninfo_wipe(&cp);
+    tether__conninfo_free(&ci);
+}
+
 static void test_random_idempotent(void **state) {
     (void)state;
     unsigned seed = 12345;
@@ -492,6 +619,8 @@ int main(void) {
         cmocka_unit_test(test_internal),
         cmocka_unit_test(test_libpq_keywords),
         cmocka_unit_test(test_kinds),
+        cmocka_unit_test(test_keyword_list),
+        cmocka_unit_test(test_edit),
         cmocka_unit_test(test_random_idempotent),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
  * registry.c) on the sim driver: one pool per normalized conninfo, never
  * one shared between credentials, clear_all, lazy eviction on a virtual
  * clock (never of a pool with a lease out or an acquire in progress), the
- * masked pool name, error paths, and a concurrent run (4 threads, 3
+ * masked pool name, pools opened from the key's own parse (the same errors
+ * as tether_pool_open), error paths, and a concurrent run (4 threads, 3
  * conninfos, evictions all along; meant for TSan too). */
 // clang-format off
 #include <stdarg.h>
@@ -283,6 +284,38 @@ static void timeout_message(fixture *f, const char *conninfo, char *msg,
                      TETHER_ETIMEDOUT);
     snprintf(msg, cap, "%s", e.message);
     tether_lease_release(held);
+}
+
+/* Without a driver in the template, a pool is opened from the keyword set
+ * the registry parsed for its key: the same errors as tether_pool_open's
+ * for the same string, and no pool kept for a string that fails. */
+static void test_open_from_key(void **state) {
+    (void)state;
+    static const char *const bad[] = {
+        "host=h user=u password=" PW " tether_pool_max=0",
+        "host=h tether_pool_min=5 tether_pool_max=2",
+        "host=h tether_read_wait=1s",
+        "host=h tether_bogus=1",
+        "host=h user=u password=" PW " tether_retry='exponential base=x'",
+    };
+    tether_registry *r;
+    tether_registry_opts ro;
+    tether_registry_opts_init(&ro);
+    assert_int_equal(tether_registry_create(&r, &ro, NULL), 0);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        tether_error e1 = {0}, e2 = {0};
+        tether_lease *l = NULL;
+        tether_pool *p = NULL;
+        int rc = tether_registry_acquire(r, bad[i], 100, &l, &e1);
+        assert_int_equal(rc, TETHER_ESPEC);
+        assert_null(l);
+        assert_int_equal(tether_pool_open(&p, bad[i], NULL, NULL, &e2), rc);
+        assert_null(p);
+        assert_string_equal(e1.message, e2.message);
+        assert_null(strstr(e1.message, PW));
+        assert_int_equal(tether_registry_count(r), 0);
+    }
+    tether_registry_destroy(r);
 }
 
 static void test_pool_name(void **state) {
@@ -678,6 +711,7 @@ int main(void) {
         cmocka_unit_test(test_pool_create_fails),
         cmocka_unit_test(test_same_pool),
         cmocka_unit_test(test_credentials_isolated),
+        cmocka_unit_test(test_open_from_key),
         cmocka_unit_test(test_pool_name),
         cmocka_unit_test(test_clear_all),
         cmocka_unit_test(test_evict_idle),
