@@ -2,8 +2,8 @@
  * pollable eventfd, and pool waiters that are queue entries instead of
  * sleeping threads. An entry sits in the pool's one FIFO wait queue beside
  * the blocking callers; whoever would wake a blocked thread posts the entry
- * to its completion queue instead (tether__nb_wake). Connections are
- * created on short-lived worker threads, deadlines are kept by the pool's
+ * to its completion queue instead (the wake it carries, nb_wake). Connections
+ * are created on short-lived worker threads, deadlines are kept by the pool's
  * 10 ms tick (tether__nb_expire). The design is in docs/evloop.md.
  *
  * Locks: the pool's lock, then the cq's; never the other way round. An
@@ -11,7 +11,8 @@
  * p->nb_all) are guarded by the pool's lock; once posted to its cq, only
  * tether_cq_next (or tether_cq_destroy) touches it, and frees it. Nobody
  * touches an entry after handing it to the queue or to its cq. */
-#include "pool.h"
+#include "cq.h"
+#include "waitq.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -25,7 +26,7 @@ enum { NB_NEW = 0, NB_QUEUED, NB_WORKING, NB_POSTED };
 
 typedef struct tether__nb tether__nb;
 struct tether__nb {
-    waiter w;                  /* the wait queue entry; w.nb = this */
+    tether__waiter w;          /* the wait queue entry, woken by nb_wake */
     tether__nb *pnext, *pprev; /* p->nb_all (pool lock) */
     tether__nb *cnext, *cprev; /* cq->all */
     tether__nb *rnext;         /* cq's ready list (cq lock) */
@@ -256,17 +257,23 @@ static void start_worker_locked(tether_pool *p, tether__nb *e) {
                       "cannot start a thread to connect");
 }
 
-void tether__nb_wake(tether_pool *p, waiter *w) {
-    tether__nb *e = w->nb;
+/* nb_wake is a non-blocking waiter's wake (its wake_arg is its entry): for
+ * the entry, already out of the queue, what a signal of its condition
+ * variable does for a thread: post the connection handed over (w->given),
+ * start a worker to create one (WAKE_CREATE, WAKE_AGAIN: the reservation is
+ * made) or post TETHER_ECLOSED (WAKE_CLOSED). Lock held. */
+static void nb_wake(void *arg, tether__waiter *w) {
+    tether__nb *e = arg;
+    tether_pool *p = e->owner;
     e->state = NB_NEW;
     if (w->given) {
         e->checked = 0; /* checked by tether_cq_next, outside the lock */
         post_locked(p, e, w->given, 0);
-    } else if (w->wake == WAKE_CLOSED) {
+    } else if (w->woken == WAKE_CLOSED) {
         post_error_locked(p, e, TETHER_ECLOSED, TETHER_CLASS_PERMANENT,
                           "closed");
     } else {
-        if (w->wake == WAKE_AGAIN) { /* connect to get the breaker's error */
+        if (w->woken == WAKE_AGAIN) { /* connect to get the breaker's error */
             p->total++;
             p->creating++;
         }
@@ -313,12 +320,12 @@ static int queue_locked(tether_pool *p, tether__nb *e) {
     }
     e->state = NB_QUEUED;
     e->w.given = NULL;
-    e->w.wake = WAKE_NONE;
+    e->w.woken = WAKE_NONE;
     if (next == ARRIVE_PROBE) /* the pool's tick grants it at the period's */
         e->no_create = 0;     /* end (tether__pool_grant_due) */
-    if (atomic_load(&p->nb_queued) == 0 || e->deadline_ns < p->nb_due_ns)
+    if (atomic_load(&p->queued_no_thread) == 0 || e->deadline_ns < p->nb_due_ns)
         p->nb_due_ns = e->deadline_ns;
-    tether__pool_queue_push(p, &e->w);
+    tether__waitq_push(p, &e->w);
     return 1;
 }
 
@@ -344,7 +351,7 @@ static void drive(tether__nb *e) {
             atomic_thread_fence(memory_order_seq_cst);
             s = tether__pool_take_idle(p);
             if (s) {
-                tether__pool_queue_remove(p, &e->w, 1);
+                tether__waitq_remove(p, &e->w, 1);
                 e->state = NB_NEW;
             }
             pthread_mutex_unlock(&p->lock);
@@ -380,7 +387,9 @@ int tether_pool_acquire_start(tether_pool *p, tether_cq *cq, int64_t timeout_ms,
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
     memset(e, 0, sizeof(*e));
-    e->w.nb = e;
+    e->w.wake = nb_wake;
+    e->w.wake_arg = e;
+    e->w.no_thread = 1;
     e->cq = cq;
     e->owner = p;
     atomic_init(&e->pool, p);
@@ -405,16 +414,17 @@ void tether__nb_expire(tether_pool *p) {
     pthread_mutex_lock(&p->lock);
     if (now >= p->nb_due_ns) {
         int64_t due = INT64_MAX;
-        for (waiter *w = p->head, *next; w; w = next) {
+        for (tether__waiter *w = p->head, *next; w; w = next) {
             next = w->next;
-            if (!w->nb) {
+            tether__nb *e = w->wake_arg;
+            if (w->wake != nb_wake) {
                 continue;
-            } else if (now >= w->nb->deadline_ns) {
-                tether__pool_queue_remove(p, w, 1);
-                w->nb->state = NB_NEW;
-                post_timeout_locked(p, w->nb);
-            } else if (w->nb->deadline_ns < due) {
-                due = w->nb->deadline_ns;
+            } else if (now >= e->deadline_ns) {
+                tether__waitq_remove(p, w, 1);
+                e->state = NB_NEW;
+                post_timeout_locked(p, e);
+            } else if (e->deadline_ns < due) {
+                due = e->deadline_ns;
             }
         }
         p->nb_due_ns = due;
@@ -432,7 +442,7 @@ int tether_pool_acquire_cancel(tether_pool *p, uint64_t ticket) {
     if (e) {
         e->canceled = 1; /* a worker or tether_cq_next sees it */
         if (e->state == NB_QUEUED) {
-            tether__pool_queue_remove(p, &e->w, 1);
+            tether__waitq_remove(p, &e->w, 1);
             post_locked(p, e, NULL, TETHER_ECANCELED);
         }
     }
@@ -467,7 +477,7 @@ static int finish(tether__nb *e, tether_completion *out) {
             drive(e);
             return 0;
         } else {
-            tether__hist_record(p, (tether__mono_ns() - e->start_ns) / 1000);
+            tether__pool_hist_add(p, (tether__mono_ns() - e->start_ns) / 1000);
             lease = lease_token(
                 s, atomic_load_explicit(&s->state, memory_order_relaxed));
             rc = 0;

@@ -8,7 +8,9 @@
  * network: creations and keepalive round trips run on short-lived worker
  * threads, so the published time never goes stale. Pools on a virtual
  * clock are left to tests, which call tether__pool_housekeep directly. */
-#include "pool.h"
+#include "cq.h"
+#include "housekeeper.h"
+#include "waitq.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -180,7 +182,7 @@ static void pool_tick(void *ctx, unsigned tick) {
     tether_pool *p = ctx;
     tether__pool_serve_head(p);
     tether__pool_grant_due(p);
-    if (atomic_load_explicit(&p->nb_queued, memory_order_relaxed))
+    if (atomic_load_explicit(&p->queued_no_thread, memory_order_relaxed))
         tether__nb_expire(p); /* non-blocking acquires' deadlines (cq.c) */
     if (tick % PASS_EVERY == 0)
         tether__pool_housekeep(p);

@@ -4,6 +4,7 @@
  * mapped here onto tether_pool_opts. The pool owns the connector. */
 #include "conninfo.h"
 #include "pool.h"
+#include "route.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * transient failures are retried under the pool's retry policy with the
  * idempotency rule, and a broken connection is discarded, never returned
  * to the pool. */
-#include "pool.h"
+#include "route.h"
 
 typedef struct run_ctx {
     tether_pool *p;

@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "pool.h"
+#include "pool_inspect.h"
 #include "tether.h"
 #include "tether_sim.h"
 
@@ -80,9 +80,9 @@ static void next_one(tether_cq *cq, tether_completion *c) {
 }
 
 static void wait_waiters(tether_pool *p, int n) {
-    for (int i = 0; i < 2000 && atomic_load(&p->waiters) != n; i++)
+    for (int i = 0; i < 2000 && tether__pool_inspect_waiters(p) != n; i++)
         usleep(1000);
-    assert_int_equal(atomic_load(&p->waiters), n);
+    assert_int_equal(tether__pool_inspect_waiters(p), n);
 }
 
 static void test_immediate(void **state) {
@@ -232,7 +232,7 @@ static void test_deadline(void **state) {
     assert_null(c.lease);
     assert_true(took >= 60);
     assert_true(took < 60 + 40); /* the 10 ms tick, and a loaded machine */
-    assert_int_equal(atomic_load(&f.pool->waiters), 0);
+    assert_int_equal(tether__pool_inspect_waiters(f.pool), 0);
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
     assert_true(m.timeouts == 1);
@@ -299,7 +299,7 @@ static void test_cancel(void **state) {
     assert_int_equal(tether_pool_acquire_cancel(f.pool, t1), TETHER_ESTATE);
     assert_int_equal(tether_pool_acquire_cancel(f.pool, 999999999),
                      TETHER_ESTATE);
-    assert_int_equal(atomic_load(&f.pool->waiters), 1);
+    assert_int_equal(tether__pool_inspect_waiters(f.pool), 1);
     tether_lease_release(l); /* to t2, the one left */
     next_one(f.cq, &c);
     assert_true(c.ticket == t2);
@@ -466,7 +466,7 @@ static void test_destroy_cq_pending(void **state) {
     assert_true(readable(f.cq, 2000));
     tether_cq_destroy(f.cq);
     f.cq = NULL;
-    assert_int_equal(atomic_load(&f.pool->waiters), 0);
+    assert_int_equal(tether__pool_inspect_waiters(f.pool), 0);
     /* every connection is back: both can be acquired at once */
     tether_lease *a, *b;
     assert_int_equal(tether_pool_acquire(f.pool, 1000, &a, NULL), 0);
@@ -521,8 +521,7 @@ typedef struct stress {
 } stress;
 
 static void hold(stress *s, tether_lease *l, int who) {
-    tether__slot *slot = lease_slot(l);
-    int i = (int)(slot - s->pool->slots);
+    int i = tether__pool_inspect_slot_index(l);
     int was = atomic_exchange(&s->owner[i], who);
     if (was != 0)
         atomic_fetch_add(&s->doubles, 1);

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "pool.h"
+#include "pool_inspect.h"
 #include "tether.h"
 #include "tether_sim.h"
 
@@ -228,7 +228,7 @@ static void test_lagging_standby_skipped(void **state) {
     (void)state;
     fixture f;
     setup_route(&f, NULL, 100);
-    f.pool->route->lag = fake_lag;
+    assert_int_equal(tether__pool_inspect_route_lag(f.pool, fake_lag, -1), 0);
     fake_lag_calls = 0;
     fake_lag_ms = 50; /* within the bound */
     tether_error err = {0};
@@ -243,7 +243,7 @@ static void test_lagging_standby_skipped(void **state) {
     assert_int_equal(uses(f.standby), 2);
     assert_int_equal(fake_lag_calls, 1);
     /* Recheck due: lagging, reads go to the primary. */
-    f.pool->route->lag_recheck_ms = 0;
+    assert_int_equal(tether__pool_inspect_route_lag(f.pool, NULL, 0), 0);
     for (int i = 0; i < 3; i++)
         assert_int_equal(
             tether_pool_run(f.pool, TETHER_READONLY, query, NULL, &err), 0);
@@ -267,14 +267,15 @@ static void test_no_time_for_lag_check(void **state) {
     (void)state;
     fixture f;
     setup_route(&f, NULL, 100);
-    f.pool->route->lag = fake_lag;
+    assert_int_equal(tether__pool_inspect_route_lag(f.pool, fake_lag, -1), 0);
     fake_lag_calls = 0;
     fake_lag_ms = 0;
     tether_error err = {0};
     assert_int_equal(
         tether_pool_run(f.pool, TETHER_READONLY, query, NULL, &err), 0);
     assert_int_equal(uses(f.standby), 1);
-    f.pool->route->lag_recheck_ms = 0; /* due on every read */
+    /* due on every read */
+    assert_int_equal(tether__pool_inspect_route_lag(f.pool, NULL, 0), 0);
     assert_int_equal(
         tether_pool_run_for(f.pool, TETHER_READONLY, 8, query, NULL, &err), 0);
     assert_int_equal(uses(f.standby), 1);
