@@ -5,8 +5,8 @@
 
 #include "pool.h"
 
-/* tether__nb_expire completes queued non-blocking acquires past their
+/* tether__cq_expire completes queued non-blocking acquires past their
  * deadline with TETHER_ETIMEDOUT (the housekeeper's tick). */
-void tether__nb_expire(tether_pool *p);
+void tether__cq_expire(tether_pool *p);
 
 #endif

@@ -14,7 +14,7 @@ int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
     int rc = tether__pool_new(out, o, err);
     if (rc)
         return rc;
-    tether__hk_register(*out);
+    tether__housekeeper_start(*out);
     tether__pool_fill(*out);
     return 0;
 }
@@ -24,7 +24,7 @@ void tether_pool_destroy(tether_pool *p) {
         return;
     tether__route_free(p); /* the read side, first */
     tether_pool_close(p, -1, NULL);
-    tether__hk_unregister(p);
+    tether__housekeeper_stop(p);
     tether__pool_free(p);
 }
 

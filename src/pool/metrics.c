@@ -1,6 +1,6 @@
-/* metrics.c - pool metrics (P10): a snapshot struct and the Prometheus
- * text exposition. Counters the fast path would contend on live in the
- * slots (written only by their holder) and are summed here. */
+/* metrics.c - pool metrics (docs/metrics.md): a snapshot struct and the
+ * Prometheus text exposition. Counters the fast path would contend on live in
+ * the slots (written only by their holder) and are summed here. */
 #include "route.h"
 
 #include <stdarg.h>

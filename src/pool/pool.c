@@ -414,7 +414,7 @@ int tether__pool_connect_reserved(tether_pool *p, int permit, int64_t budget_ms,
             atomic_fetch_add(&p->connect_failures, 1);
         return rc;
     }
-    slot_take(s, SLOT_CREATING);
+    slot_take_lease(s, SLOT_CREATING);
     setup_slot(p, s, conn);
     atomic_fetch_add(&p->created, 1);
     *out = s;

@@ -114,8 +114,8 @@ struct tether_pool {
      * this pool not yet taken by tether_cq_next (queued, worked on by a
      * worker thread, or posted with a connection), for cancel. */
     tether__tick_sub tick;
-    struct tether__nb *nb_all;
-    int64_t nb_due_ns; /* no queued one's deadline is earlier (may be
+    struct tether__cq_entry *cq_entries;
+    int64_t cq_due_ns; /* no queued one's deadline is earlier (may be
                           earlier than the earliest: then a check finds
                           nothing and sets it anew) */
 };

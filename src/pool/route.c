@@ -1,4 +1,4 @@
-/* route.c - read/write routing (E2, docs/routing.md): a pool opened with
+/* route.c - read/write routing (docs/routing.md): a pool opened with
  * tether_route=read-write-split owns a second pool, its read side, whose
  * connections reach standbys only. TETHER_READONLY work runs there, unless
  * the read side cannot give a connection within its share of the time (no

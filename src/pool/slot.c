@@ -1,10 +1,10 @@
 /* slot.c - the pool's fast path: an acquire that finds an idle connection
  * and a release that nobody waits for. No lock, no allocation: one CAS on
- * the slot's state word to take it (slot_take), one atomic step to give it
- * back (slot_set), and a per-thread memory of the slot this thread used
- * last (thread affinity). When no connection is idle, or a caller waits,
- * the path continues in the wait queue (waitq.c). See docs/pool.md, "The
- * slot". */
+ * the slot's state word to take it (slot_take_lease), one atomic step to give
+ * it back (slot_set), and a per-thread memory of the slot this thread used last
+ * (thread affinity). When no connection is idle, or a caller waits, the path
+ * continues in the wait queue (waitq.c). See docs/pool.md, "Slots and leases"
+ * and "The fast path". */
 #include "waitq.h"
 
 #define TLS_WAYS 4
@@ -186,7 +186,7 @@ TETHER__HOT static void after_publish(tether_pool *p, tether__slot *s, int h) {
             return;
         if (h != 0 || !tether__waitq_overdue(p))
             break;
-        if (!slot_take(s, SLOT_IDLE))
+        if (!slot_take_lease(s, SLOT_IDLE))
             return; /* someone took it */
         if ((h = tether__waitq_handoff(p, s)) > 0)
             return;

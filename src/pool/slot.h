@@ -1,7 +1,8 @@
 /* slot.h - the pool's first room: a slot's state word, the lease token
  * that names a slot and its generation, and the steps that take and give
  * a slot. Nothing here locks, sleeps or allocates; slot.c is the fast path
- * built on it (docs/pool.md, "The slot"). */
+ * built on it (docs/pool.md, "Slots and leases" and
+ * "The fast path"). */
 #ifndef TETHER_SLOT_H
 #define TETHER_SLOT_H
 
@@ -90,10 +91,10 @@ static inline int slot_cas(tether__slot *s, unsigned from, unsigned to) {
     return 0;
 }
 
-/* slot_take moves s from from to SLOT_USED for a new holder, moving its
+/* slot_take_lease moves s from from to SLOT_USED for a new holder, moving its
  * lease generation on in the same step. Returns the state word it wrote
  * (never 0), or 0 when s was not in from. */
-static inline unsigned slot_take(tether__slot *s, unsigned from) {
+static inline unsigned slot_take_lease(tether__slot *s, unsigned from) {
     unsigned v = atomic_load_explicit(&s->state, memory_order_relaxed);
     while ((v & SLOT_MASK) == from) {
         unsigned to = (v & ~SLOT_MASK) + SLOT_GEN_ONE + SLOT_USED;
@@ -103,10 +104,10 @@ static inline unsigned slot_take(tether__slot *s, unsigned from) {
     return 0;
 }
 
-/* slot_take_idle takes s for a new holder if it is idle: slot_take from
+/* slot_take_idle takes s for a new holder if it is idle: slot_take_lease from
  * SLOT_IDLE (a plain load first: no write to a busy slot's line). */
 static inline unsigned slot_take_idle(tether__slot *s) {
-    return slot_take(s, SLOT_IDLE);
+    return slot_take_lease(s, SLOT_IDLE);
 }
 
 /* slot_set moves s, owned by the caller, to state to and adds inflight to
@@ -169,7 +170,8 @@ static inline int lease_current(const tether_lease *l, unsigned v) {
 /* lease_held returns the slot of l when l names its current lease, else
  * NULL (a stale lease: released or discarded already). A plain load: the
  * generation moves on when a slot passes to a new holder, in the step that
- * takes it (slot_take), so the release path pays no atomic step for it. */
+ * takes it (slot_take_lease), so the release path pays no atomic step for it.
+ */
 static inline tether__slot *lease_held(const tether_lease *l) {
     tether__slot *s = lease_slot(l);
     unsigned v = atomic_load_explicit(&s->state, memory_order_relaxed);

@@ -7,7 +7,7 @@
  * nothing out they wait for its probe. A waiter is woken by the function it
  * carries (tether__waiter.wake): a blocking caller's thread is signalled,
  * a non-blocking acquire's owner posts it; the queue names neither. See
- * docs/pool.md, "The wait queue". */
+ * docs/pool.md, "Waiters". */
 #include "waitq.h"
 
 #include <string.h>

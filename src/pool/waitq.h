@@ -4,7 +4,7 @@
  * wait for the breaker's probe. A waiter carries how it is woken: a
  * blocking caller sleeps on its condition variable, a non-blocking acquire
  * is woken by the function its owner put in it; the queue knows nothing
- * else of either (docs/pool.md, "The wait queue"). */
+ * else of either (docs/pool.md, "Waiters"). */
 #ifndef TETHER_WAITQ_H
 #define TETHER_WAITQ_H
 

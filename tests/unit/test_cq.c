@@ -82,7 +82,7 @@ static void next_one(tether_cq *cq, tether_completion *c) {
 
 /* wait_ticks returns once the housekeeper's ticker has published the time
  * n more times. Each tick publishes it, then runs every pool's tick (which
- * posts the queued acquires past their deadline, tether__nb_expire), so
+ * posts the queued acquires past their deadline, tether__cq_expire), so
  * n - 1 whole ticks have run since the call. */
 static void wait_ticks(int n) {
     int64_t last = atomic_load(&tether__ticker);

@@ -1,4 +1,4 @@
-/* test_pool.c - the pool (P1-P7, P9-P12) over the sim driver: FIFO
+/* test_pool.c - the pool (docs/pool.md) over the sim driver: FIFO
  * waiters, timeout accuracy, queue bound, validation bypass, broken
  * connections, clear generations, idle and lifetime eviction, the blocking
  * period, leak reports, close, run() and a threaded stress test with an
@@ -1106,7 +1106,7 @@ static void test_leak_report_once_with_place(void **state) {
     teardown(&f);
 }
 
-/* ---- blocking period (seed 001) ------------------------------------------ */
+/* ---- blocking period (docs/breaker.md) ---------------------------------- */
 
 static void test_blocking_period_timeline(void **state) {
     (void)state;

@@ -1,4 +1,4 @@
-/* test_route.c - read/write routing (E2, docs/routing.md) over the sim
+/* test_route.c - read/write routing (docs/routing.md) over the sim
  * driver: a primary sim behind the routing pool, a standby sim behind its
  * read side. TETHER_READONLY work goes to the standby, other work to the
  * primary; no standby (down, or hanging) sends reads to the primary within
