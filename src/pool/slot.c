@@ -205,11 +205,11 @@ TETHER__HOT void tether__pool_put_idle(tether_pool *p, tether__slot *s) {
     if (h > 0)
         return;
     /* Publishing s and reading the waiter count after it are seq_cst, and a
-     * waiter fences between queuing and its rescan (waitq.c): either a
-     * waiter that queued before it is seen, or that waiter's own rescan
-     * sees this slot idle. In barging mode the first waiter also polls
-     * every 2 x barge_limit_us; one made first by a hand-over is woken when
-     * no other connection is out, else the housekeeper's tick serves it
+     * waiter fences between queuing and its rescan (waitq.c, wait_turn): either
+     * a waiter that queued before it is seen, or that waiter's own rescan sees
+     * this slot idle. In barging mode the first waiter also polls every 2 x
+     * barge_limit_us; one made first by a hand-over is woken when no other
+     * connection is out, else the housekeeper's tick serves it
      * (tether__pool_serve_head). From the publication on, s counts as
      * returned, so the pool could be destroyed under us: the in-flight
      * count in s's state word, added in the same step, holds

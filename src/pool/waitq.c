@@ -37,7 +37,8 @@ void tether__waitq_push(tether_pool *p, tether__waiter *w) {
     p->nqueued++;
     if (w->no_thread)
         atomic_fetch_add(&p->queued_no_thread, 1);
-    atomic_fetch_add(&p->waiters, 1); /* seq_cst: see put_idle */
+    atomic_fetch_add(&p->waiters,
+                     1); /* seq_cst: see tether__pool_put_idle (slot.c) */
 }
 
 /* Take w out of the queue. A new first waiter's time of being passed over
@@ -354,7 +355,8 @@ static int wait_turn(acq *a, tether__slot **got) {
     pthread_mutex_unlock(&p->lock);
     /* Rescan after publishing ourselves: a release that ran before it
      * published its slot as idle without seeing us. The fence orders the
-     * count's increment before the rescan's loads (see put_idle). */
+     * count's increment before the rescan's loads (see tether__pool_put_idle).
+     */
     atomic_thread_fence(memory_order_seq_cst);
     tether__slot *s = tether__pool_take_idle(p);
     pthread_mutex_lock(&p->lock);
