@@ -252,31 +252,10 @@ void tether__pool_hist_add(tether_pool *p, int64_t us) {
 
 /* ---- connections --------------------------------------------------------- */
 
-int tether__pool_retire_due(tether_pool *p, const tether__slot *s,
-                            int64_t now) {
-    if (s->expire_ms > now)
-        return 0;
-    int64_t next = atomic_load(&p->next_retire_ms);
-    return now >= next &&
-           atomic_compare_exchange_strong(&p->next_retire_ms, &next,
-                                          now + p->retire_gap_ms);
-}
-
 void tether__pool_fatal(tether_pool *p) {
     tether_pool_clear(p);
     if (p->o.connector)
         tether_connector_invalidate(p->o.connector);
-}
-
-int tether__pool_still_up(tether_pool *p, tether__slot *s, int probe) {
-    int up = p->drv->alive(s->conn, probe);
-    if (up == 1)
-        return 1;
-    if (up == TETHER__FATAL_SEEN)
-        tether__pool_fatal(p);
-    tether__pool_discard(
-        p, s, up == TETHER__FATAL_SEEN ? CLOSE_CLEARED : CLOSE_BROKEN);
-    return 0;
 }
 
 void tether__pool_discard(tether_pool *p, tether__slot *s, close_reason why) {

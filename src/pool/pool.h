@@ -190,13 +190,32 @@ void tether__pool_fatal(tether_pool *p);
  * (owned; probe: also look at the socket). Returns 1 when s may be handed
  * out; otherwise s is closed, as broken, or as cleared after a fatal
  * server event, which clears p too (tether__pool_fatal), and 0 is
- * returned. */
-int tether__pool_still_up(tether_pool *p, tether__slot *s, int probe);
+ * returned. Inline: every checkout runs it (slot.c). */
+static inline int tether__pool_still_up(tether_pool *p, tether__slot *s,
+                                        int probe) {
+    int up = p->drv->alive(s->conn, probe);
+    if (up == 1)
+        return 1;
+    if (up == TETHER__FATAL_SEEN)
+        tether__pool_fatal(p);
+    tether__pool_discard(
+        p, s, up == TETHER__FATAL_SEEN ? CLOSE_CLEARED : CLOSE_BROKEN);
+    return 0;
+}
 
 /* tether__pool_retire_due says whether s, owned, is past its lifetime at
  * now and the spacing of retirements allows one now (it then books the
- * next retirement no sooner than retire_gap_ms later). */
-int tether__pool_retire_due(tether_pool *p, const tether__slot *s, int64_t now);
+ * next retirement no sooner than retire_gap_ms later). Inline: every
+ * checkout asks (slot.c). */
+static inline int tether__pool_retire_due(tether_pool *p, const tether__slot *s,
+                                          int64_t now) {
+    if (s->expire_ms > now)
+        return 0;
+    int64_t next = atomic_load(&p->next_retire_ms);
+    return now >= next &&
+           atomic_compare_exchange_strong(&p->next_retire_ms, &next,
+                                          now + p->retire_gap_ms);
+}
 
 /* tether__pool_create_reserved creates a connection for a reservation
  * already counted in total and creating (released on failure). On success
