@@ -2,16 +2,17 @@
  * pollable eventfd, and pool waiters that are queue entries instead of
  * sleeping threads. An entry sits in the pool's one FIFO wait queue beside
  * the blocking callers; whoever would wake a blocked thread posts the entry
- * to its completion queue instead (tether__nb_wake). Connections are
- * created on short-lived worker threads, deadlines are kept by the pool's
- * 10 ms tick (tether__nb_expire). The design is in docs/evloop.md.
+ * to its completion queue instead (the wake it carries, cq_entry_wake).
+ * Connections are created on short-lived worker threads, deadlines are kept by
+ * the pool's 10 ms tick (tether__cq_expire). The design is in docs/evloop.md.
  *
  * Locks: the pool's lock, then the cq's; never the other way round. An
  * entry's pool-side fields (state, canceled, its place in the queue and in
- * p->nb_all) are guarded by the pool's lock; once posted to its cq, only
+ * p->cq_entries) are guarded by the pool's lock; once posted to its cq, only
  * tether_cq_next (or tether_cq_destroy) touches it, and frees it. Nobody
  * touches an entry after handing it to the queue or to its cq. */
-#include "pool.h"
+#include "cq.h"
+#include "waitq.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -19,16 +20,16 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#define NB_FILE "tether_pool_acquire_start" /* leak reports' "file" */
+#define ENTRY_FILE "tether_pool_acquire_start" /* leak reports' "file" */
 
-enum { NB_NEW = 0, NB_QUEUED, NB_WORKING, NB_POSTED };
+enum { ENTRY_NEW = 0, ENTRY_QUEUED, ENTRY_WORKING, ENTRY_POSTED };
 
-typedef struct tether__nb tether__nb;
-struct tether__nb {
-    waiter w;                  /* the wait queue entry; w.nb = this */
-    tether__nb *pnext, *pprev; /* p->nb_all (pool lock) */
-    tether__nb *cnext, *cprev; /* cq->all */
-    tether__nb *rnext;         /* cq's ready list (cq lock) */
+typedef struct tether__cq_entry tether__cq_entry;
+struct tether__cq_entry {
+    tether__waiter w; /* the wait queue entry, woken by cq_entry_wake */
+    tether__cq_entry *pnext, *pprev; /* p->cq_entries (pool lock) */
+    tether__cq_entry *cnext, *cprev; /* cq->all */
+    tether__cq_entry *rnext;         /* cq's ready list (cq lock) */
     tether_cq *cq;
     tether_pool *owner;        /* the pool of the acquire */
     tether_pool *_Atomic pool; /* owner until posted with an error */
@@ -36,7 +37,7 @@ struct tether__nb {
     void *user;
     int64_t start_ns, deadline_ns;
     int state;          /* NB_* (pool lock) */
-    int linked;         /* in p->nb_all (pool lock) */
+    int linked;         /* in p->cq_entries (pool lock) */
     int canceled;       /* pool lock */
     int no_create;      /* a connect was refused: wait */
     int checked;        /* slot checked out already */
@@ -49,8 +50,8 @@ struct tether_cq {
     int fd;
     pthread_mutex_t lock;
     pthread_cond_t posted; /* an entry was posted (tether_cq_destroy) */
-    tether__nb *all;       /* every entry not freed yet */
-    tether__nb *ready, *ready_tail;
+    tether__cq_entry *all; /* every entry not freed yet */
+    tether__cq_entry *ready, *ready_tail;
     int nall, nready;
     int signaled; /* the eventfd's counter is not 0 */
 };
@@ -91,7 +92,7 @@ int tether_cq_pending(tether_cq *cq) {
     return n;
 }
 
-static void cq_add(tether_cq *cq, tether__nb *e) {
+static void cq_add(tether_cq *cq, tether__cq_entry *e) {
     pthread_mutex_lock(&cq->lock);
     e->cnext = cq->all;
     if (cq->all)
@@ -101,7 +102,7 @@ static void cq_add(tether_cq *cq, tether__nb *e) {
     pthread_mutex_unlock(&cq->lock);
 }
 
-static void cq_free(tether_cq *cq, tether__nb *e) {
+static void cq_free(tether_cq *cq, tether__cq_entry *e) {
     pthread_mutex_lock(&cq->lock);
     if (e->cprev)
         e->cprev->cnext = e->cnext;
@@ -115,7 +116,7 @@ static void cq_free(tether_cq *cq, tether__nb *e) {
 }
 
 /* Append e to cq's ready list; the eventfd turns readable with the first. */
-static void cq_push(tether_cq *cq, tether__nb *e) {
+static void cq_push(tether_cq *cq, tether__cq_entry *e) {
     pthread_mutex_lock(&cq->lock);
     e->rnext = NULL;
     if (cq->ready_tail)
@@ -133,9 +134,9 @@ static void cq_push(tether_cq *cq, tether__nb *e) {
 }
 
 /* Take the first ready entry; the eventfd is drained with the last. */
-static tether__nb *cq_pop(tether_cq *cq) {
+static tether__cq_entry *cq_pop(tether_cq *cq) {
     pthread_mutex_lock(&cq->lock);
-    tether__nb *e = cq->ready;
+    tether__cq_entry *e = cq->ready;
     if (e) {
         cq->ready = e->rnext;
         if (!cq->ready)
@@ -153,22 +154,22 @@ static tether__nb *cq_pop(tether_cq *cq) {
 
 /* ---- posting (pool lock held) -------------------------------------------- */
 
-static void pool_link(tether_pool *p, tether__nb *e) {
+static void pool_link(tether_pool *p, tether__cq_entry *e) {
     e->pprev = NULL;
-    e->pnext = p->nb_all;
-    if (p->nb_all)
-        p->nb_all->pprev = e;
-    p->nb_all = e;
+    e->pnext = p->cq_entries;
+    if (p->cq_entries)
+        p->cq_entries->pprev = e;
+    p->cq_entries = e;
     e->linked = 1;
 }
 
-static void pool_unlink(tether_pool *p, tether__nb *e) {
+static void pool_unlink(tether_pool *p, tether__cq_entry *e) {
     if (!e->linked)
         return;
     if (e->pprev)
         e->pprev->pnext = e->pnext;
     else
-        p->nb_all = e->pnext;
+        p->cq_entries = e->pnext;
     if (e->pnext)
         e->pnext->pprev = e->pprev;
     e->pnext = e->pprev = NULL;
@@ -177,13 +178,13 @@ static void pool_unlink(tether_pool *p, tether__nb *e) {
 
 /* Post e with connection s, or with error rc (e->err filled, unless the
  * acquire was canceled meanwhile). An entry posted with an error is done
- * with its pool; one with a connection stays in p->nb_all until
+ * with its pool; one with a connection stays in p->cq_entries until
  * tether_cq_next takes it, so that a cancel can still return it. */
-static void post_locked(tether_pool *p, tether__nb *e, tether__slot *s,
+static void post_locked(tether_pool *p, tether__cq_entry *e, tether__slot *s,
                         int rc) {
     if (!e->linked)
         pool_link(p, e);
-    e->state = NB_POSTED;
+    e->state = ENTRY_POSTED;
     e->slot = s;
     if (!s) {
         if (e->canceled)
@@ -197,13 +198,13 @@ static void post_locked(tether_pool *p, tether__nb *e, tether__slot *s,
     cq_push(e->cq, e);
 }
 
-static void post_error_locked(tether_pool *p, tether__nb *e, int rc,
+static void post_error_locked(tether_pool *p, tether__cq_entry *e, int rc,
                               tether_class cls, const char *what) {
     tether_error_set(&e->err, rc, cls, "pool %s: %s", p->name, what);
     post_locked(p, e, NULL, rc);
 }
 
-static void post_timeout_locked(tether_pool *p, tether__nb *e) {
+static void post_timeout_locked(tether_pool *p, tether__cq_entry *e) {
     tether__pool_timed_out(p, (e->deadline_ns - e->start_ns) / 1000000,
                            &e->err);
     post_locked(p, e, NULL, TETHER_ETIMEDOUT);
@@ -211,15 +212,15 @@ static void post_timeout_locked(tether_pool *p, tether__nb *e) {
 
 /* ---- workers: connections are created off the caller's thread ----------- */
 
-static void drive(tether__nb *e);
+static void drive(tether__cq_entry *e);
 
 static void *worker_main(void *arg) {
-    tether__nb *e = arg;
+    tether__cq_entry *e = arg;
     tether_pool *p = e->owner;
     tether__slot *s = NULL;
     int rc = tether__pool_create_reserved(p, tether__ms_left(e->deadline_ns),
                                           &s, &e->err);
-    int ok = rc == 0 && tether__pool_checkout(p, s, NB_FILE, 0) >= 0;
+    int ok = rc == 0 && tether__pool_checkout(p, s, ENTRY_FILE, 0) >= 0;
     e->no_create = 0;
     if (ok) {
         pthread_mutex_lock(&p->lock);
@@ -243,8 +244,8 @@ static void *worker_main(void *arg) {
 
 /* Start a worker that creates a connection for e, whose reservation is
  * counted in total and creating (lock held). */
-static void start_worker_locked(tether_pool *p, tether__nb *e) {
-    e->state = NB_WORKING;
+static void start_worker_locked(tether_pool *p, tether__cq_entry *e) {
+    e->state = ENTRY_WORKING;
     p->bg++;
     if (tether__pool_spawn(worker_main, e) == 0)
         return;
@@ -256,17 +257,23 @@ static void start_worker_locked(tether_pool *p, tether__nb *e) {
                       "cannot start a thread to connect");
 }
 
-void tether__nb_wake(tether_pool *p, waiter *w) {
-    tether__nb *e = w->nb;
-    e->state = NB_NEW;
+/* cq_entry_wake is a non-blocking waiter's wake (its wake_arg is its entry):
+ * for the entry, already out of the queue, what a signal of its condition
+ * variable does for a thread: post the connection handed over (w->given),
+ * start a worker to create one (WAKE_CREATE, WAKE_AGAIN: the reservation is
+ * made) or post TETHER_ECLOSED (WAKE_CLOSED). Lock held. */
+static void cq_entry_wake(void *arg, tether__waiter *w) {
+    tether__cq_entry *e = arg;
+    tether_pool *p = e->owner;
+    e->state = ENTRY_NEW;
     if (w->given) {
         e->checked = 0; /* checked by tether_cq_next, outside the lock */
         post_locked(p, e, w->given, 0);
-    } else if (w->wake == WAKE_CLOSED) {
+    } else if (w->woken == WAKE_CLOSED) {
         post_error_locked(p, e, TETHER_ECLOSED, TETHER_CLASS_PERMANENT,
                           "closed");
     } else {
-        if (w->wake == WAKE_AGAIN) { /* connect to get the breaker's error */
+        if (w->woken == WAKE_AGAIN) { /* connect to get the breaker's error */
             p->total++;
             p->creating++;
         }
@@ -279,7 +286,7 @@ void tether__nb_wake(tether_pool *p, waiter *w) {
 /* Queue e, or start a creation for it, or post its failure (lock held).
  * Returns 1 when e was queued: the caller then rescans (still holding the
  * lock, so that nobody can have served e meanwhile). */
-static int queue_locked(tether_pool *p, tether__nb *e) {
+static int queue_locked(tether_pool *p, tether__cq_entry *e) {
     if (atomic_load(&p->closing)) {
         post_error_locked(p, e, TETHER_ECLOSED, TETHER_CLASS_PERMANENT,
                           "closed");
@@ -311,21 +318,21 @@ static int queue_locked(tether_pool *p, tether__nb *e) {
         post_locked(p, e, NULL, TETHER_EQUEUEFULL);
         return 0;
     }
-    e->state = NB_QUEUED;
+    e->state = ENTRY_QUEUED;
     e->w.given = NULL;
-    e->w.wake = WAKE_NONE;
+    e->w.woken = WAKE_NONE;
     if (next == ARRIVE_PROBE) /* the pool's tick grants it at the period's */
         e->no_create = 0;     /* end (tether__pool_grant_due) */
-    if (atomic_load(&p->nb_queued) == 0 || e->deadline_ns < p->nb_due_ns)
-        p->nb_due_ns = e->deadline_ns;
-    tether__pool_queue_push(p, &e->w);
+    if (atomic_load(&p->queued_no_thread) == 0 || e->deadline_ns < p->cq_due_ns)
+        p->cq_due_ns = e->deadline_ns;
+    tether__waitq_push(p, &e->w);
     return 1;
 }
 
 /* Serve e now from an idle connection, or queue it: the blocking slow
  * path's round without the sleep. Runs on the caller's thread (start,
  * tether_cq_next) or a worker's; never blocks on a wait. */
-static void drive(tether__nb *e) {
+static void drive(tether__cq_entry *e) {
     tether_pool *p = e->owner;
     for (;;) {
         tether__slot *s =
@@ -344,14 +351,14 @@ static void drive(tether__nb *e) {
             atomic_thread_fence(memory_order_seq_cst);
             s = tether__pool_take_idle(p);
             if (s) {
-                tether__pool_queue_remove(p, &e->w, 1);
-                e->state = NB_NEW;
+                tether__waitq_remove(p, &e->w, 1);
+                e->state = ENTRY_NEW;
             }
             pthread_mutex_unlock(&p->lock);
             if (!s)
                 return; /* e belongs to the queue now */
         }
-        if (tether__pool_checkout(p, s, NB_FILE, 0) >= 0) {
+        if (tether__pool_checkout(p, s, ENTRY_FILE, 0) >= 0) {
             pthread_mutex_lock(&p->lock);
             e->checked = 1;
             post_locked(p, e, s, 0);
@@ -375,12 +382,14 @@ int tether_pool_acquire_start(tether_pool *p, tether_cq *cq, int64_t timeout_ms,
     if (timeout_ms < 0)
         timeout_ms = p->o.acquire_timeout_ms;
     timeout_ms = TETHER__MIN(timeout_ms, TETHER_DURATION_MAX_MS);
-    tether__nb *e = tether__malloc(sizeof(*e));
+    tether__cq_entry *e = tether__malloc(sizeof(*e));
     if (!e)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
     memset(e, 0, sizeof(*e));
-    e->w.nb = e;
+    e->w.wake = cq_entry_wake;
+    e->w.wake_arg = e;
+    e->w.no_thread = 1;
     e->cq = cq;
     e->owner = p;
     atomic_init(&e->pool, p);
@@ -397,27 +406,28 @@ int tether_pool_acquire_start(tether_pool *p, tether_cq *cq, int64_t timeout_ms,
 }
 
 /* The queue is walked only once the earliest deadline in it has come
- * (nb_due_ns): thousands of queued acquires cost the tick nothing until
+ * (cq_due_ns): thousands of queued acquires cost the tick nothing until
  * then (walking 20000 of them every tick under the lock once took 12 % of
  * examples/evloop.c's CPU). */
-void tether__nb_expire(tether_pool *p) {
+void tether__cq_expire(tether_pool *p) {
     int64_t now = tether__mono_ns();
     pthread_mutex_lock(&p->lock);
-    if (now >= p->nb_due_ns) {
+    if (now >= p->cq_due_ns) {
         int64_t due = INT64_MAX;
-        for (waiter *w = p->head, *next; w; w = next) {
+        for (tether__waiter *w = p->head, *next; w; w = next) {
             next = w->next;
-            if (!w->nb) {
+            tether__cq_entry *e = w->wake_arg;
+            if (w->wake != cq_entry_wake) {
                 continue;
-            } else if (now >= w->nb->deadline_ns) {
-                tether__pool_queue_remove(p, w, 1);
-                w->nb->state = NB_NEW;
-                post_timeout_locked(p, w->nb);
-            } else if (w->nb->deadline_ns < due) {
-                due = w->nb->deadline_ns;
+            } else if (now >= e->deadline_ns) {
+                tether__waitq_remove(p, w, 1);
+                e->state = ENTRY_NEW;
+                post_timeout_locked(p, e);
+            } else if (e->deadline_ns < due) {
+                due = e->deadline_ns;
             }
         }
-        p->nb_due_ns = due;
+        p->cq_due_ns = due;
     }
     pthread_mutex_unlock(&p->lock);
 }
@@ -426,13 +436,13 @@ int tether_pool_acquire_cancel(tether_pool *p, uint64_t ticket) {
     if (!p)
         return TETHER_EINVAL;
     pthread_mutex_lock(&p->lock);
-    tether__nb *e = p->nb_all;
+    tether__cq_entry *e = p->cq_entries;
     while (e && e->ticket != ticket)
         e = e->pnext;
     if (e) {
         e->canceled = 1; /* a worker or tether_cq_next sees it */
-        if (e->state == NB_QUEUED) {
-            tether__pool_queue_remove(p, &e->w, 1);
+        if (e->state == ENTRY_QUEUED) {
+            tether__waitq_remove(p, &e->w, 1);
             post_locked(p, e, NULL, TETHER_ECANCELED);
         }
     }
@@ -446,7 +456,7 @@ int tether_pool_acquire_cancel(tether_pool *p, uint64_t ticket) {
 
 /* Turn posted entry e into *out. Returns 0 when the connection it was
  * handed failed its check (it was closed and e waits again), else 1. */
-static int finish(tether__nb *e, tether_completion *out) {
+static int finish(tether__cq_entry *e, tether_completion *out) {
     tether_pool *p = atomic_load(&e->pool);
     int rc = e->rc;
     tether_lease *lease = NULL;
@@ -462,12 +472,13 @@ static int finish(tether__nb *e, tether_completion *out) {
             rc = tether_error_set(&e->err, TETHER_ECANCELED,
                                   TETHER_CLASS_PERMANENT,
                                   "pool %s: acquire canceled", p->name);
-        } else if (!e->checked && tether__pool_checkout(p, s, NB_FILE, 0) < 0) {
-            e->state = NB_NEW;
+        } else if (!e->checked &&
+                   tether__pool_checkout(p, s, ENTRY_FILE, 0) < 0) {
+            e->state = ENTRY_NEW;
             drive(e);
             return 0;
         } else {
-            tether__hist_record(p, (tether__mono_ns() - e->start_ns) / 1000);
+            tether__pool_hist_add(p, (tether__mono_ns() - e->start_ns) / 1000);
             lease = lease_token(
                 s, atomic_load_explicit(&s->state, memory_order_relaxed));
             rc = 0;
@@ -490,7 +501,7 @@ int tether_cq_next_sized(tether_cq *cq, tether_completion *out, size_t size) {
         return TETHER_EINVAL;
     tether_completion full;
     for (;;) {
-        tether__nb *e = cq_pop(cq);
+        tether__cq_entry *e = cq_pop(cq);
         if (!e)
             return TETHER_EAGAIN;
         if (finish(e, &full)) {
@@ -506,7 +517,7 @@ void tether_cq_destroy(tether_cq *cq) {
     /* Only this thread adds or frees entries now (no other call on cq may
      * run): the list can be walked; posting only touches the ready list. */
     pthread_mutex_lock(&cq->lock);
-    tether__nb *e = cq->all;
+    tether__cq_entry *e = cq->all;
     pthread_mutex_unlock(&cq->lock);
     for (; e; e = e->cnext) {
         tether_pool *p = atomic_load(&e->pool);

@@ -8,7 +8,9 @@
  * network: creations and keepalive round trips run on short-lived worker
  * threads, so the published time never goes stale. Pools on a virtual
  * clock are left to tests, which call tether__pool_housekeep directly. */
-#include "pool.h"
+#include "cq.h"
+#include "housekeeper.h"
+#include "waitq.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -153,7 +155,7 @@ void tether__pool_housekeep(tether_pool *p) {
     int excess = p->total - p->o.min_size;
     pthread_mutex_unlock(&p->lock);
     tether__slot *batch[64];
-    int nb = 0;
+    int nbatch = 0;
     for (int i = 0; i < p->nslots; i++) {
         tether__slot *s = &p->slots[i];
         int st = slot_state(s);
@@ -162,14 +164,14 @@ void tether__pool_housekeep(tether_pool *p) {
         if (st != SLOT_IDLE || !slot_cas(s, SLOT_IDLE, SLOT_RESERVED))
             continue;
         if (inspect_idle(p, s, now, &excess))
-            batch[nb++] = s;
-        if (nb == 64) {
-            keepalive_start(p, batch, nb);
-            nb = 0;
+            batch[nbatch++] = s;
+        if (nbatch == 64) {
+            keepalive_start(p, batch, nbatch);
+            nbatch = 0;
         }
     }
-    if (nb)
-        keepalive_start(p, batch, nb);
+    if (nbatch)
+        keepalive_start(p, batch, nbatch);
     tether__pool_fill(p);
     tether__pool_grant_due(p);
 }
@@ -180,13 +182,13 @@ static void pool_tick(void *ctx, unsigned tick) {
     tether_pool *p = ctx;
     tether__pool_serve_head(p);
     tether__pool_grant_due(p);
-    if (atomic_load_explicit(&p->nb_queued, memory_order_relaxed))
-        tether__nb_expire(p); /* non-blocking acquires' deadlines (cq.c) */
+    if (atomic_load_explicit(&p->queued_no_thread, memory_order_relaxed))
+        tether__cq_expire(p); /* non-blocking acquires' deadlines (cq.c) */
     if (tick % PASS_EVERY == 0)
         tether__pool_housekeep(p);
 }
 
-void tether__hk_register(tether_pool *p) {
+void tether__housekeeper_start(tether_pool *p) {
     if (!p->real_clock)
         return; /* virtual time: tests call tether__pool_housekeep */
     p->tick.fn = pool_tick;
@@ -194,7 +196,7 @@ void tether__hk_register(tether_pool *p) {
     tether__ticker_subscribe(&p->tick);
 }
 
-void tether__hk_unregister(tether_pool *p) {
+void tether__housekeeper_stop(tether_pool *p) {
     if (p->real_clock)
         tether__ticker_unsubscribe(&p->tick);
 }

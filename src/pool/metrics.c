@@ -1,33 +1,20 @@
-/* metrics.c - pool metrics (P10): a snapshot struct and the Prometheus
- * text exposition. Counters the fast path would contend on live in the
- * slots (written only by their holder) and are summed here. */
-#include "pool.h"
+/* metrics.c - pool metrics (docs/metrics.md): a snapshot struct and the
+ * Prometheus text exposition. Counters the fast path would contend on live in
+ * the slots (written only by their holder) and are summed here. */
+#include "route.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-static const int64_t bounds_us[TETHER_HIST_BUCKETS] = {
-    10,    50,    100,   250,    500,    1000,    2500,    5000,
-    10000, 25000, 50000, 100000, 250000, 1000000, 5000000, INT64_MAX};
-
 int64_t tether_pool_hist_bound_us(int i) {
     if (i < 0 || i >= TETHER_HIST_BUCKETS)
         return INT64_MAX;
-    return bounds_us[i];
+    return tether__hist_bounds_us[i];
 }
 
 size_t tether_pool_bytes_per_conn(void) {
     return sizeof(tether__slot);
-}
-
-void tether__hist_record(tether_pool *p, int64_t us) {
-    int i = 0;
-    while (i < TETHER_HIST_BUCKETS - 1 && us > bounds_us[i])
-        i++;
-    atomic_fetch_add_explicit(&p->hist[i], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->hist_sum_us, (uint64_t)(us < 0 ? 0 : us),
-                              memory_order_relaxed);
 }
 
 static void count_slots(tether_pool *p, tether_pool_metrics *m) {
@@ -232,7 +219,7 @@ static void histogram(out *o, const char *l, const tether_pool_metrics *m) {
     uint64_t cum = 0;
     for (int i = 0; i < TETHER_HIST_BUCKETS; i++) {
         cum += m->hist[i];
-        if (bounds_us[i] == INT64_MAX)
+        if (tether__hist_bounds_us[i] == INT64_MAX)
             emit(o,
                  "tether_pool_acquire_seconds_bucket{pool=\"%s\","
                  "le=\"+Inf\"} %llu\n",
@@ -241,7 +228,8 @@ static void histogram(out *o, const char *l, const tether_pool_metrics *m) {
             emit(o,
                  "tether_pool_acquire_seconds_bucket{pool=\"%s\","
                  "le=\"%g\"} %llu\n",
-                 l, (double)bounds_us[i] / 1e6, (unsigned long long)cum);
+                 l, (double)tether__hist_bounds_us[i] / 1e6,
+                 (unsigned long long)cum);
     }
     emit(o, "tether_pool_acquire_seconds_sum{pool=\"%s\"} %g\n", l,
          (double)m->hist_sum_us / 1e6);

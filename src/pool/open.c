@@ -9,6 +9,7 @@
 #include "conninfo.h"
 #include "duration.h"
 #include "pool.h"
+#include "route.h"
 
 #include <stdlib.h>
 #include <string.h>

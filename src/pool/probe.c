@@ -7,7 +7,7 @@
  * connection as soon as it succeeds; one probe per period, as before.
  * Also here: the pool's background threads (probe, fill, keepalive,
  * non-blocking acquires' workers). */
-#include "pool.h"
+#include "waitq.h"
 
 #include <signal.h>
 

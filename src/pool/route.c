@@ -1,4 +1,4 @@
-/* route.c - read/write routing (E2, docs/routing.md): a pool opened with
+/* route.c - read/write routing (docs/routing.md): a pool opened with
  * tether_route=read-write-split owns a second pool, its read side, whose
  * connections reach standbys only. TETHER_READONLY work runs there, unless
  * the read side cannot give a connection within its share of the time (no
@@ -8,7 +8,7 @@
  * TETHER_EREADONLY) did nothing: the work is re-run once on the primary.
  * Nothing here runs for work without TETHER_READONLY, nor for a pool that
  * does not route. */
-#include "pool.h"
+#include "route.h"
 
 typedef struct route_ctx {
     tether_pool *p;
@@ -16,6 +16,13 @@ typedef struct route_ctx {
     tether_work_fn fn;
     void *arg;
 } route_ctx;
+
+/* clear_read_side is the write side's on_clear: whatever clears the
+ * primary's connections (a fatal server event) clears the standbys' too. */
+static void clear_read_side(void *arg) {
+    tether__route *r = arg;
+    tether_pool_clear(r->read);
+}
 
 int tether__route_attach(tether_pool *w, tether_pool *read,
                          const tether__route_keys *k, tether_error *err) {
@@ -33,12 +40,15 @@ int tether__route_attach(tether_pool *w, tether_pool *read,
     r->read_wait_ms = k->read_wait_ms;
     r->lag = read->drv->lag;
     w->route = r;
+    w->on_clear = clear_read_side;
+    w->on_clear_arg = r;
     return 0;
 }
 
 void tether__route_free(tether_pool *p) {
     if (!p || !p->route)
         return;
+    p->on_clear = NULL;
     tether_pool_destroy(p->route->read);
     tether__free(p->route);
     p->route = NULL;

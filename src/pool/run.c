@@ -1,8 +1,8 @@
-/* run.c - tether_pool_run (P11): acquire, call the caller's work, release;
- * transient failures are retried under the pool's retry policy with the
- * idempotency rule, and a broken connection is discarded, never returned
- * to the pool. */
-#include "pool.h"
+/* run.c - tether_pool_run (docs/pool.md, "tether_pool_run"): acquire, call the
+ * caller's work, release; transient failures are retried under the pool's retry
+ * policy with the idempotency rule, and a broken connection is discarded, never
+ * returned to the pool. */
+#include "route.h"
 
 typedef struct run_ctx {
     tether_pool *p;

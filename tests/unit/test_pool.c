@@ -1,4 +1,4 @@
-/* test_pool.c - the pool (P1-P7, P9-P12) over the sim driver: FIFO
+/* test_pool.c - the pool (docs/pool.md) over the sim driver: FIFO
  * waiters, timeout accuracy, queue bound, validation bypass, broken
  * connections, clear generations, idle and lifetime eviction, the blocking
  * period, leak reports, close, run() and a threaded stress test with an
@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "../support/thread_time.h"
-#include "pool.h"
+#include "pool_inspect.h"
 #include "tether.h"
 #include "tether_sim.h"
 
@@ -432,10 +432,7 @@ static void test_fifo_barging(void **state) {
  * on CLOCK_MONOTONIC since head_since_ns, which no test clock moves. Its
  * own timed sleeps (its poll, its timeout) are not affected. */
 static void age_head(tether_pool *p, int64_t ms) {
-    pthread_mutex_lock(&p->lock);
-    assert_non_null(p->head);
-    atomic_fetch_sub(&p->head_since_ns, ms * MS);
-    pthread_mutex_unlock(&p->lock);
+    assert_int_equal(tether__pool_inspect_age_head(p, ms), 0);
 }
 
 /* wait_ticks returns once the housekeeper has published the time n more
@@ -459,13 +456,12 @@ static void wait_ticks(int n) {
  * connection holding the pool's lock, which only that wait lets go. */
 static void wait_head_asleep(tether_pool *p) {
     wait_for_waiters(p, 1);
-    for (int i = 0; !atomic_load(&p->head_unarmed); i++) {
+    for (int i = 0; !tether__pool_inspect_head_unarmed(p); i++) {
         if (i == 10000)
             fail_msg("the first waiter never went to sleep");
         sleep_ms(1);
     }
-    pthread_mutex_lock(&p->lock);
-    pthread_mutex_unlock(&p->lock);
+    tether__pool_inspect_sync(p);
 }
 
 /* A connection left idle while the first waiter sleeps, not overdue, with
@@ -538,20 +534,14 @@ static void *pref_main(void *arg) {
  * still (it marks itself before looking; had it taken a connection, it
  * would have left the queue before releasing the lock). */
 static void poke_head(tether_pool *p) {
-    pthread_mutex_lock(&p->lock);
-    assert_non_null(p->head);
-    atomic_store(&p->head_unarmed, 0);
-    pthread_cond_signal(&p->head->cv);
-    pthread_mutex_unlock(&p->lock);
-    for (int i = 0; !atomic_load(&p->head_unarmed); i++) {
+    assert_int_equal(tether__pool_inspect_poke_head(p), 0);
+    for (int i = 0; !tether__pool_inspect_head_unarmed(p); i++) {
         if (i == 10000)
             fail_msg("the first waiter did not look again in 10 s");
         sleep_ms(1);
     }
-    pthread_mutex_lock(&p->lock);
-    int waiting = p->head != NULL;
-    pthread_mutex_unlock(&p->lock);
-    assert_true(waiting);
+    tether__pool_inspect_sync(p);
+    assert_true(tether__pool_inspect_waiters(p) >= 1);
 }
 
 static void check_head_prefers_last(int last_comes_back) {
@@ -1116,7 +1106,7 @@ static void test_leak_report_once_with_place(void **state) {
     teardown(&f);
 }
 
-/* ---- blocking period (seed 001) ------------------------------------------ */
+/* ---- blocking period (docs/breaker.md) ---------------------------------- */
 
 static void test_blocking_period_timeline(void **state) {
     (void)state;

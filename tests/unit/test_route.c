@@ -1,4 +1,4 @@
-/* test_route.c - read/write routing (E2, docs/routing.md) over the sim
+/* test_route.c - read/write routing (docs/routing.md) over the sim
  * driver: a primary sim behind the routing pool, a standby sim behind its
  * read side. TETHER_READONLY work goes to the standby, other work to the
  * primary; no standby (down, or hanging) sends reads to the primary within
@@ -18,7 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "pool.h"
+#include "../support/thread_time.h"
+#include "pool_inspect.h"
 #include "tether.h"
 #include "tether_sim.h"
 
@@ -26,12 +27,6 @@ typedef struct fixture {
     tether_sim *primary, *standby;
     tether_pool *pool; /* routes; its read side is on standby */
 } fixture;
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static tether_pool *sim_pool(tether_sim *sim) {
     tether_pool_opts o;
@@ -148,11 +143,17 @@ static void test_standby_down_reads_on_primary(void **state) {
     tether_sim_break_all(f.standby);
     tether_sim_set_down(f.standby, 1);
     for (int i = 0; i < 3; i++) {
-        int64_t t0 = now_ms();
+        thread_time t0 = thread_time_start();
         assert_int_equal(tether_pool_run_for(f.pool, TETHER_READONLY, 300,
                                              query, NULL, &err),
                          0);
-        assert_true(now_ms() - t0 < 300);
+        thread_time t1 = thread_time_stop();
+        /* Not the whole deadline: the read side has at most half of it
+         * (thread_time.h: what the thread slept, not how soon it ran). */
+        double slept = thread_time_slept_ms(&t0, &t1);
+        if (slept > 150 + THREAD_TIME_SLACK_MS)
+            fail_msg("read %d slept %.1f ms of its 300", i, slept);
+        assert_true(thread_time_elapsed_ms(&t0, &t1) < 5000);
     }
     assert_int_equal(uses(f.standby), 1);
     assert_int_equal(uses(f.primary), 3);
@@ -174,20 +175,31 @@ static void test_hanging_standby_within_deadline(void **state) {
     so.timeout_rate = 1.0; /* every connect hangs until its budget ends */
     setup_route(&f, &so, -1);
     tether_error err = {0};
-    int64_t t0 = now_ms();
+    thread_time t0 = thread_time_start();
     assert_int_equal(
         tether_pool_run_for(f.pool, TETHER_READONLY, 400, query, NULL, &err),
         0);
-    int64_t took = now_ms() - t0;
+    thread_time t1 = thread_time_stop();
+    double took = thread_time_elapsed_ms(&t0, &t1);
     assert_true(took >= 150); /* it did wait for the standby, half */
-    assert_true(took < 400);
+    /* ... and no more than half (200 ms): what the thread slept, not how
+     * soon it then ran (thread_time.h). */
+    double slept = thread_time_slept_ms(&t0, &t1);
+    if (slept > 200 + THREAD_TIME_SLACK_MS)
+        fail_msg("slept %.1f ms of its 400: more than the read side's half",
+                 slept);
+    assert_true(took < 5000);
     assert_int_equal(uses(f.primary), 1);
     /* The read side's breaker is open now: the next read does not wait. */
-    t0 = now_ms();
+    t0 = thread_time_start();
     assert_int_equal(
         tether_pool_run_for(f.pool, TETHER_READONLY, 400, query, NULL, &err),
         0);
-    assert_true(now_ms() - t0 < 50);
+    t1 = thread_time_stop();
+    slept = thread_time_slept_ms(&t0, &t1);
+    if (slept > THREAD_TIME_SLACK_MS)
+        fail_msg("the read after the breaker opened slept %.1f ms", slept);
+    assert_true(thread_time_elapsed_ms(&t0, &t1) < 5000);
     teardown(&f);
 }
 
@@ -228,7 +240,7 @@ static void test_lagging_standby_skipped(void **state) {
     (void)state;
     fixture f;
     setup_route(&f, NULL, 100);
-    f.pool->route->lag = fake_lag;
+    assert_int_equal(tether__pool_inspect_route_lag(f.pool, fake_lag, -1), 0);
     fake_lag_calls = 0;
     fake_lag_ms = 50; /* within the bound */
     tether_error err = {0};
@@ -243,7 +255,7 @@ static void test_lagging_standby_skipped(void **state) {
     assert_int_equal(uses(f.standby), 2);
     assert_int_equal(fake_lag_calls, 1);
     /* Recheck due: lagging, reads go to the primary. */
-    f.pool->route->lag_recheck_ms = 0;
+    assert_int_equal(tether__pool_inspect_route_lag(f.pool, NULL, 0), 0);
     for (int i = 0; i < 3; i++)
         assert_int_equal(
             tether_pool_run(f.pool, TETHER_READONLY, query, NULL, &err), 0);
@@ -267,14 +279,15 @@ static void test_no_time_for_lag_check(void **state) {
     (void)state;
     fixture f;
     setup_route(&f, NULL, 100);
-    f.pool->route->lag = fake_lag;
+    assert_int_equal(tether__pool_inspect_route_lag(f.pool, fake_lag, -1), 0);
     fake_lag_calls = 0;
     fake_lag_ms = 0;
     tether_error err = {0};
     assert_int_equal(
         tether_pool_run(f.pool, TETHER_READONLY, query, NULL, &err), 0);
     assert_int_equal(uses(f.standby), 1);
-    f.pool->route->lag_recheck_ms = 0; /* due on every read */
+    /* due on every read */
+    assert_int_equal(tether__pool_inspect_route_lag(f.pool, NULL, 0), 0);
     assert_int_equal(
         tether_pool_run_for(f.pool, TETHER_READONLY, 8, query, NULL, &err), 0);
     assert_int_equal(uses(f.standby), 1);
@@ -296,10 +309,15 @@ static void test_close_both_sides_in_one_wait(void **state) {
     assert_int_equal(tether_pool_acquire(f.pool, 1000, &w, &err), 0);
     assert_int_equal(
         tether_pool_acquire(tether_pool_read_side(f.pool), 1000, &r, &err), 0);
-    int64_t t0 = now_ms();
+    thread_time t0 = thread_time_start();
     assert_int_equal(tether_pool_close(f.pool, 200, &err), TETHER_ETIMEDOUT);
-    int64_t took = now_ms() - t0;
-    assert_true(took >= 190 && took < 350); /* not 200 for each side */
+    thread_time t1 = thread_time_stop();
+    assert_true(thread_time_elapsed_ms(&t0, &t1) >= 190);
+    /* Not 200 for each side: the thread slept the one wait (thread_time.h). */
+    double slept = thread_time_slept_ms(&t0, &t1);
+    if (slept > 200 + THREAD_TIME_SLACK_MS)
+        fail_msg("close slept %.1f ms of its 200", slept);
+    assert_true(thread_time_elapsed_ms(&t0, &t1) < 5000);
     assert_int_equal(
         tether_pool_run(f.pool, TETHER_READONLY, query, NULL, &err),
         TETHER_ECLOSED);

@@ -1,0 +1,41 @@
+/* handle.c - the public pool handle, above the three rooms of the pool
+ * (slot.c, waitq.c, pool.c): creating a pool starts its housekeeping
+ * (housekeeper.c), and a routing pool's close and destroy take its read
+ * side along (route.c). The pool itself calls neither. See docs/pool.md,
+ * "Layout". */
+#include "housekeeper.h"
+#include "route.h"
+#include "tether_pq.h"
+
+int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
+                       tether_error *err) {
+    if (!out)
+        return tether__null(err, "tether_pool_create", "out");
+    int rc = tether__pool_new(out, o, err);
+    if (rc)
+        return rc;
+    tether__housekeeper_start(*out);
+    tether__pool_fill(*out);
+    return 0;
+}
+
+void tether_pool_destroy(tether_pool *p) {
+    if (!p)
+        return;
+    tether__route_free(p); /* the read side, first */
+    tether_pool_close(p, -1, NULL);
+    tether__housekeeper_stop(p);
+    tether__pool_free(p);
+}
+
+int tether_pool_close(tether_pool *p, int64_t wait_ms, tether_error *err) {
+    if (!p)
+        return tether__null(err, "tether_pool_close", "p");
+    if (p->route) /* the read side first, within the same wait_ms */
+        wait_ms = tether__route_close(p, wait_ms);
+    return tether__pool_shut(p, wait_ms, err);
+}
+
+PGconn *tether_pq_conn(const tether_lease *l) {
+    return tether_lease_handle(l);
+}
