@@ -5,7 +5,6 @@
  * "Layout". */
 #include "housekeeper.h"
 #include "route.h"
-#include "tether_pq.h"
 
 int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
                        tether_error *err) {
@@ -34,8 +33,4 @@ int tether_pool_close(tether_pool *p, int64_t wait_ms, tether_error *err) {
     if (p->route) /* the read side first, within the same wait_ms */
         wait_ms = tether__route_close(p, wait_ms);
     return tether__pool_shut(p, wait_ms, err);
-}
-
-PGconn *tether_pq_conn(const tether_lease *l) {
-    return tether_lease_handle(l);
 }

@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "../support/needs_pq.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +197,7 @@ static void expect_spec_error(const char *ci, const char *needle) {
 
 static void test_parse_errors(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     expect_spec_error("host=a tether_bogus=1 password=s3cret",
                       "unknown tether keyword \"tether_bogus\"");
     /* a typo of a keyword in the tables: named */
@@ -240,6 +243,7 @@ static void test_parse_errors(void **state) {
  * the string wins over the environment; "" is every default. */
 static void test_parse_environment(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     tether__conncfg cfg;
     setenv("PGHOST", "e1,e2", 1);
     setenv("PGPORT", "6001,6002", 1);
@@ -278,6 +282,7 @@ static void test_parse_environment(void **state) {
  * reach the display form. */
 static void test_config_from_set(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     static const char s[] = "host=h1,h2 port=5433 user=u password=s3cret "
                             "tether_strategy=race sslmode=disable "
                             "tether_pool_max=4";
@@ -323,6 +328,7 @@ static void test_config_from_set(void **state) {
 
 static void test_parse_keywords(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     tether__conncfg cfg;
     tether_error err = {0};
     assert_int_equal(
@@ -367,6 +373,7 @@ static void test_parse_keywords(void **state) {
  * one endpoint per port, in order; bad forms name the port item. */
 static void test_parse_ports(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     tether__conncfg cfg;
     tether_error err = {0};
     assert_int_equal(
@@ -774,6 +781,7 @@ static void test_default_pause_by_outcome(void **state) {
  * connections, login rejected; every host named, never the password. */
 static void test_error_reasons_sim(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     tether_sim *sim = make_simdb(0);
     tether_connector *c = make_sim(
         "host=db1,db2 port=5432 password=" PASSWORD " tether_login_timeout=1s "
@@ -934,6 +942,7 @@ static void test_error_race(void **state) {
  * next, and still names the hosts. */
 static void test_error_pool_breaker(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     tether_sim *sim = make_simdb(0);
     tether_sim_set_down(sim, 1);
     tether_connector *c = make_sim("host=db1,db2 port=5432 password=" PASSWORD

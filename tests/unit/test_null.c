@@ -22,7 +22,9 @@
 #include <unistd.h>
 
 #include "tether.h"
+#ifdef TETHER_HAVE_PQ
 #include "tether_pq.h"
+#endif
 #include "tether_sim.h"
 
 /* In the child: a broken expectation exits 1. */
@@ -299,6 +301,8 @@ static void sim_and_pq(void) {
     EXPECT(ss.connects == 0 && ss.size == sizeof(ss));
     EXPECT_EINVAL(tether_sim_use(NULL, &e), e, "NULL");
     EXPECT(tether_sim_conn_id(NULL) == 0);
+#ifdef TETHER_HAVE_PQ /* the pq driver's calls (a build without libpq has      \
+                         none) */
     EXPECT(tether_pq_conn(NULL) == NULL);
     /* no connection and no result: a failure with nothing more to say */
     EXPECT(tether_pq_error(NULL, NULL, &e) < 0);
@@ -324,6 +328,7 @@ static void sim_and_pq(void) {
     EXPECT_EINVAL(
         tether_pq_exec_prepared((PGconn *)&e, NULL, NULL, 100, &r, &e), e,
         "stmt");
+#endif
 }
 
 /* ---- the runner -------------------------------------------------------------

@@ -23,6 +23,8 @@
 
 #include <cmocka.h>
 
+#include "../support/needs_pq.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -428,6 +430,7 @@ static void scenario_connector(void) {
 
 static void test_connector(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     sweep("connector", scenario_connector);
 }
 
@@ -499,6 +502,7 @@ static void scenario_pool(void) {
 
 static void test_pool(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     sweep("pool", scenario_pool);
 }
 

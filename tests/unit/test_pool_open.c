@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "../support/needs_pq.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -119,6 +121,7 @@ static void test_pool_name(void **state) {
  * never the connection string or its password. */
 static void test_open_names_pool(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     tether_pool *p = NULL;
     tether_error err = {0};
     assert_int_equal(tether_pool_open(&p,
@@ -174,6 +177,7 @@ static void expect_open_error(const char *ci, const char *needle) {
 
 static void test_bad_values(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     expect_open_error("host=a tether_probe_idle=-1ms password=s3cret",
                       "tether_probe_idle");
     expect_open_error("host=a tether_barge_limit_us=1ms",
@@ -211,6 +215,7 @@ static void test_bad_values(void **state) {
  * yet (min 0): nothing is contacted until the first acquire. */
 static void test_open_sizes(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     tether_pool *p = NULL;
     tether_error err = {0};
     assert_int_equal(tether_pool_open(&p,

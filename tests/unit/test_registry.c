@@ -11,6 +11,8 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "../support/needs_pq.h"
 // clang-format on
 
 #include <pthread.h>
@@ -163,6 +165,7 @@ static void test_opts(void **state) {
 
 static void test_errors(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     fixture *f = fixture_new(0, NULL);
     tether_lease *l = (tether_lease *)f;
     tether_error e = {0};
@@ -374,6 +377,7 @@ static void test_clear_all(void **state) {
 
 static void test_evict_idle(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     fixture *f = fixture_new(1000, NULL);
     tether_lease *l;
     get(f, "host=h user=u password=" PW, &l);

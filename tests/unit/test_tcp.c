@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "../support/needs_pq.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -353,6 +355,7 @@ static void test_unix_socket(void **state) {
 /* Bad endpoints and driver keywords: clear, permanent errors. */
 static void test_errors(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS();
     tether_error err = {0};
     /* no driver_ctx: driver keywords are refused by name */
     assert_null(make("host=127.0.0.1 port=1 dbname=app", NULL, NULL, &err));
