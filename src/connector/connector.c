@@ -1,10 +1,10 @@
-/* connector.c - one logical connection over many endpoints (C1-C5): the
- * strategy's schedule (tether_schedule) decides which endpoint to try, with
- * what budget, and how long to pause; each attempt resolves the name within
- * its budget, connects through the driver with a millisecond-exact budget,
- * and checks the server's role against the target. A host-state cache
- * skips endpoints known to be down or of the wrong role until a recheck
- * interval passes. Every step is reported to the event callback. */
+/* connector.c - one logical connection over many endpoints (docs/conninfo.md,
+ * docs/schedules.md): the strategy's schedule (tether_schedule) decides which
+ * endpoint to try, with what budget, and how long to pause; each attempt
+ * resolves the name within its budget, connects through the driver with a
+ * millisecond-exact budget, and checks the server's role against the target. A
+ * host-state cache skips endpoints known to be down or of the wrong role until
+ * a recheck interval passes. Every step is reported to the event callback. */
 #include "connector.h"
 
 #include <stdio.h>

@@ -1,7 +1,7 @@
-/* fuzz_spec.c - libFuzzer target for the policy-spec parsers (R5): feeds
- * arbitrary bytes (as a NUL-terminated copy) to tether_retry_opts_parse,
- * tether_breaker_opts_parse, tether_budget_opts_parse and
- * tether_duration_parse, and abort()s when an invariant breaks:
+/* fuzz_spec.c - libFuzzer target for the policy-spec parsers
+ * (docs/policy-spec.md): feeds arbitrary bytes (as a NUL-terminated copy) to
+ * tether_retry_opts_parse, tether_breaker_opts_parse, tether_budget_opts_parse
+ * and tether_duration_parse, and abort()s when an invariant breaks:
  *   - success: every field is in its documented range;
  *   - failure: TETHER_ESPEC, class permanent, a non-empty NUL-terminated
  *     message under 200 characters, and the output left byte-for-byte

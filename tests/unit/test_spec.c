@@ -1,6 +1,7 @@
-/* test_spec.c - unit tests for R5 policy specifications (src/policy/spec.c):
- * retry, breaker and budget specs, durations, every error category with its
- * message, and that the options are left unchanged on error. */
+/* test_spec.c - unit tests for the policy specifications (docs/policy-spec.md)
+ * (src/policy/spec.c): retry, breaker and budget specs, durations, every error
+ * category with its message, and that the options are left unchanged on error.
+ */
 // clang-format off
 #include <stdarg.h>
 #include <stddef.h>
