@@ -13,7 +13,7 @@
 #include <string.h>
 #include <strings.h>
 
-static tp_config cfg;
+static tether__preload_config cfg;
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
 
 static int bad(const char *name, const char *val, const char *want) {
@@ -108,13 +108,13 @@ static void load(void) {
     read_match();
 }
 
-const tp_config *tp_config_get(void) {
+const tether__preload_config *tether__preload_config_get(void) {
     pthread_once(&cfg_once, load);
     return &cfg;
 }
 
-void tp_log(const char *fmt, ...) {
-    if (!tp_config_get()->log)
+void tether__preload_log(const char *fmt, ...) {
+    if (!tether__preload_config_get()->log)
         return;
     char line[1024];
     va_list ap;

@@ -16,9 +16,9 @@
 #include <string.h>
 #include <strings.h>
 
-typedef tp_sb sbuf;
+typedef tether__preload_sb sbuf;
 
-void tp_sb_put(sbuf *b, const char *s, size_t n) {
+void tether__preload_sb_put(sbuf *b, const char *s, size_t n) {
     if (!b->ok)
         return;
     if (b->n + n + 1 > b->cap) {
@@ -36,23 +36,23 @@ void tp_sb_put(sbuf *b, const char *s, size_t n) {
     b->s[b->n] = '\0';
 }
 
-void tp_sb_str(sbuf *b, const char *s) {
-    tp_sb_put(b, s, strlen(s));
+void tether__preload_sb_str(sbuf *b, const char *s) {
+    tether__preload_sb_put(b, s, strlen(s));
 }
 
-void tp_sb_kv(sbuf *b, const char *key, const char *val) {
-    tp_sb_str(b, b->n ? " " : "");
-    tp_sb_str(b, key);
-    tp_sb_str(b, "='");
+void tether__preload_sb_kv(sbuf *b, const char *key, const char *val) {
+    tether__preload_sb_str(b, b->n ? " " : "");
+    tether__preload_sb_str(b, key);
+    tether__preload_sb_str(b, "='");
     for (const char *p = val; *p; p++) {
         if (*p == '\'' || *p == '\\')
-            tp_sb_put(b, "\\", 1);
-        tp_sb_put(b, p, 1);
+            tether__preload_sb_put(b, "\\", 1);
+        tether__preload_sb_put(b, p, 1);
     }
-    tp_sb_str(b, "'");
+    tether__preload_sb_str(b, "'");
 }
 
-char *tp_sb_done(sbuf *b) {
+char *tether__preload_sb_done(sbuf *b) {
     if (!b->ok || !b->s) {
         free(b->s);
         return b->ok ? strdup("") : NULL;
@@ -60,10 +60,10 @@ char *tp_sb_done(sbuf *b) {
     return b->s;
 }
 
-#define sb_put tp_sb_put
-#define sb_str tp_sb_str
-#define sb_kv tp_sb_kv
-#define sb_done tp_sb_done
+#define sb_put tether__preload_sb_put
+#define sb_str tether__preload_sb_str
+#define sb_kv tether__preload_sb_kv
+#define sb_done tether__preload_sb_done
 
 static int is_uri(const char *s) {
     return !strncmp(s, "postgresql://", 13) || !strncmp(s, "postgres://", 11);
@@ -84,8 +84,8 @@ static int add_dbname(sbuf *b, const char *val, int expand) {
     return 0;
 }
 
-char *tp_conn_from_params(const char *const *keys, const char *const *vals,
-                          int expand) {
+char *tether__preload_conn_from_params(const char *const *keys,
+                                       const char *const *vals, int expand) {
     sbuf b = {NULL, 0, 0, 1};
     for (size_t i = 0; keys && keys[i]; i++) {
         if (!vals[i] || !*vals[i])
@@ -102,9 +102,9 @@ char *tp_conn_from_params(const char *const *keys, const char *const *vals,
     return sb_done(&b);
 }
 
-char *tp_conn_from_setdb(const char *host, const char *port,
-                         const char *options, const char *dbname,
-                         const char *user, const char *password) {
+char *tether__preload_conn_from_setdb(const char *host, const char *port,
+                                      const char *options, const char *dbname,
+                                      const char *user, const char *password) {
     sbuf b = {NULL, 0, 0, 1};
     if (dbname && *dbname && add_dbname(&b, dbname, 1)) {
         free(b.s);
@@ -172,7 +172,8 @@ static char *libpq_form(const tether__conninfo *ci, int *failed) {
 
 /* pooled_form: ci with the environment's defaults for the pool keywords
  * the program left out. */
-static char *pooled_form(const tether__conninfo *ci, const tp_config *cfg) {
+static char *pooled_form(const tether__conninfo *ci,
+                         const tether__preload_config *cfg) {
     char *base = tether__conninfo_dup(ci, 0);
     if (!base)
         return NULL;
@@ -198,13 +199,13 @@ static char *key_form(const tether__conninfo *eff, const char **why) {
     for (size_t i = 0; i < eff->n; i++) {
         const char *k = eff->kv[i].key, *v = eff->kv[i].val;
         if (tether__conninfo_secret(k, v)) {
-            tp_hash_hex(v, h);
+            tether__preload_hash_hex(v, h);
             sb_kv(&b, k, h);
         } else {
             sb_kv(&b, k, v);
         }
     }
-    if (tp_creds_passfile(eff, &b, why) != 0) {
+    if (tether__preload_creds_passfile(eff, &b, why) != 0) {
         free(b.s);
         return NULL;
     }
@@ -220,7 +221,7 @@ static int effective(const tether__conninfo *ci, tether__conninfo *eff,
     if (base)
         sb_str(&b, base);
     free(base);
-    if (!base || tp_creds_add(ci, &b, why) != 0) {
+    if (!base || tether__preload_creds_add(ci, &b, why) != 0) {
         free(b.s);
         return -1;
     }
@@ -241,7 +242,7 @@ static int service(const tether__conninfo *eff) {
 
 /* session fills what a pooled connection's session must be: libpq's
  * PQuser, PQdb (the user's name when none is given) and PQoptions. */
-static int session(const tether__conninfo *eff, tp_conn *c) {
+static int session(const tether__conninfo *eff, tether__preload_conn *c) {
     const char *u = tether__conninfo_get(eff, "user");
     const char *d = tether__conninfo_get(eff, "dbname");
     const char *o = tether__conninfo_get(eff, "options");
@@ -252,21 +253,25 @@ static int session(const tether__conninfo *eff, tp_conn *c) {
 }
 
 /* decide fills c's pooled form and key from eff, or logs why not. */
-static void decide(const tether__conninfo *eff, const tp_config *cfg,
-                   tp_conn *c) {
+static void decide(const tether__conninfo *eff,
+                   const tether__preload_config *cfg, tether__preload_conn *c) {
     const char *why = NULL;
     if (cfg->off)
-        tp_log("off: not pooled: %s", c->display);
+        tether__preload_log("off: not pooled: %s", c->display);
     else if (replication(eff))
-        tp_log("replication connection, not pooled: %s", c->display);
+        tether__preload_log("replication connection, not pooled: %s",
+                            c->display);
     else if (service(eff))
-        tp_log("a service (service= or PGSERVICE) is used, whose file the "
-               "preload does not read: not pooled: %s",
-               c->display);
+        tether__preload_log(
+            "a service (service= or PGSERVICE) is used, whose file the "
+            "preload does not read: not pooled: %s",
+            c->display);
     else if (!matches(c->display, cfg->match))
-        tp_log("no match in TETHER_PRELOAD_MATCH, not pooled: %s", c->display);
+        tether__preload_log("no match in TETHER_PRELOAD_MATCH, not pooled: %s",
+                            c->display);
     else if (!(c->key = key_form(eff, &why)))
-        tp_log("%s: not pooled: %s", why ? why : "out of memory", c->display);
+        tether__preload_log("%s: not pooled: %s", why ? why : "out of memory",
+                            c->display);
     else if (!(c->pooled = pooled_form(eff, cfg)) ||
              !(c->asked = without_tether(eff)) || session(eff, c) != 0) {
         free(c->pooled);
@@ -275,15 +280,16 @@ static void decide(const tether__conninfo *eff, const tp_config *cfg,
     }
 }
 
-int tp_conn_prepare(const char *conninfo, tp_conn *c) {
+int tether__preload_conn_prepare(const char *conninfo,
+                                 tether__preload_conn *c) {
     memset(c, 0, sizeof(*c));
-    const tp_config *cfg = tp_config_get();
+    const tether__preload_config *cfg = tether__preload_config_get();
     tether__conninfo ci, eff = {0};
     tether_error err = {0};
     const char *why = NULL;
     int failed = 0;
     if (tether__conninfo_parse(conninfo ? conninfo : "", &ci, &err) != 0) {
-        tp_log("not pooled: %s", err.message);
+        tether__preload_log("not pooled: %s", err.message);
         tether__conninfo_free(&ci);
         return -1;
     }
@@ -293,19 +299,19 @@ int tp_conn_prepare(const char *conninfo, tp_conn *c) {
     if (!c->display || failed) {
         tether__conninfo_free(&ci);
         tether__conninfo_free(&eff);
-        tp_conn_free(c);
+        tether__preload_conn_free(c);
         return -1;
     }
     if (known)
         decide(&eff, cfg, c);
     else
-        tp_log("%s: not pooled: %s", why ? why : "?", c->display);
+        tether__preload_log("%s: not pooled: %s", why ? why : "?", c->display);
     tether__conninfo_free(&ci);
     tether__conninfo_free(&eff);
     return 0;
 }
 
-void tp_conn_free(tp_conn *c) {
+void tether__preload_conn_free(tether__preload_conn *c) {
     free(c->pooled);
     free(c->key);
     free(c->asked);

@@ -85,7 +85,7 @@ static void hash_bytes(const void *m, size_t n, char out[33]) {
              (unsigned long long)b);
 }
 
-void tp_hash_hex(const char *s, char out[33]) {
+void tether__preload_hash_hex(const char *s, char out[33]) {
     hash_bytes(s, strlen(s), out);
 }
 
@@ -129,7 +129,8 @@ static int os_user(char *out, size_t cap) {
     return 0;
 }
 
-int tp_creds_add(const tether__conninfo *ci, tp_sb *b, const char **why) {
+int tether__preload_creds_add(const tether__conninfo *ci, tether__preload_sb *b,
+                              const char **why) {
     pthread_once(&envs_once, learn);
     if (!envs) {
         *why = "libpq's defaults (PQconndefaults) could not be read";
@@ -146,7 +147,7 @@ int tp_creds_add(const tether__conninfo *ci, tp_sb *b, const char **why) {
     for (size_t i = 0; i < nenvs; i++) {
         const char *v = getenv(envs[i].var);
         if (v && !tether__conninfo_get(ci, envs[i].kw))
-            tp_sb_kv(b, envs[i].kw, v);
+            tether__preload_sb_kv(b, envs[i].kw, v);
     }
     char user[256];
     if (!tether__conninfo_get(ci, "user") && !getenv("PGUSER")) {
@@ -154,7 +155,7 @@ int tp_creds_add(const tether__conninfo *ci, tp_sb *b, const char **why) {
             *why = "no user given and the process's user name is unknown";
             return -1;
         }
-        tp_sb_kv(b, "user", user);
+        tether__preload_sb_kv(b, "user", user);
     }
     return 0;
 }
@@ -163,12 +164,12 @@ int tp_creds_add(const tether__conninfo *ci, tp_sb *b, const char **why) {
 
 /* file_id appends "path:mode:hash of the content" (or "path:absent") to b.
  * Returns -1 when the file exists and cannot be read. */
-static int file_id(const char *path, tp_sb *b) {
+static int file_id(const char *path, tether__preload_sb *b) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 && (errno == ENOENT || errno == ENOTDIR)) {
-        tp_sb_str(b, path);
-        tp_sb_str(b, ":absent;");
+        tether__preload_sb_str(b, path);
+        tether__preload_sb_str(b, ":absent;");
         return 0;
     }
     if (fd < 0 || fstat(fd, &st) != 0 || st.st_size > (1 << 20)) {
@@ -187,14 +188,15 @@ static int file_id(const char *path, tp_sb *b) {
     hash_bytes(buf, (size_t)n, h);
     free(buf);
     snprintf(mode, sizeof(mode), ":%o:", (unsigned)st.st_mode);
-    tp_sb_str(b, path);
-    tp_sb_str(b, mode);
-    tp_sb_str(b, h);
-    tp_sb_str(b, ";");
+    tether__preload_sb_str(b, path);
+    tether__preload_sb_str(b, mode);
+    tether__preload_sb_str(b, h);
+    tether__preload_sb_str(b, ";");
     return 0;
 }
 
-int tp_creds_passfile(const tether__conninfo *eff, tp_sb *b, const char **why) {
+int tether__preload_creds_passfile(const tether__conninfo *eff,
+                                   tether__preload_sb *b, const char **why) {
     const char *pw = tether__conninfo_get(eff, "password");
     if (pw && *pw)
         return 0; /* libpq reads no password file */
@@ -213,7 +215,7 @@ int tp_creds_passfile(const tether__conninfo *eff, tp_sb *b, const char **why) {
             (!n || strcmp(res->pw_dir, home)))
             snprintf(path[n++], sizeof(path[0]), "%s/.pgpass", res->pw_dir);
     }
-    tp_sb_str(b, " passfile_id=");
+    tether__preload_sb_str(b, " passfile_id=");
     for (int i = 0; i < n; i++)
         if (file_id(path[i], b) != 0) {
             *why = "the password file cannot be read by the preload";

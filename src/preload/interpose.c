@@ -16,43 +16,43 @@
  * PQconnectStart, given the string without tether's keywords when the
  * program's had some. */
 static PGconn *pass_str(PGconn *(*fn)(const char *), const char *conninfo,
-                        const tp_conn *c) {
-    tp_passing++;
+                        const tether__preload_conn *c) {
+    tether__preload_passing++;
     PGconn *pg = fn(c && c->libpq ? c->libpq : conninfo);
-    tp_passing--;
+    tether__preload_passing--;
     return pg;
 }
 
 /* pooled_str returns a pooled PGconn for conninfo, or NULL. */
-static PGconn *pooled_str(const char *conninfo, tp_conn *c) {
-    if (tp_conn_prepare(conninfo, c) != 0)
+static PGconn *pooled_str(const char *conninfo, tether__preload_conn *c) {
+    if (tether__preload_conn_prepare(conninfo, c) != 0)
         return NULL;
-    return tp_pool_connect(c);
+    return tether__preload_pool_connect(c);
 }
 
 static PGconn *connect_str(PGconn *(*fn)(const char *), const char *conninfo) {
-    tp_conn c = {0};
+    tether__preload_conn c = {0};
     PGconn *pg = pooled_str(conninfo, &c);
     if (!pg)
         pg = pass_str(fn, conninfo, &c);
-    tp_conn_free(&c);
+    tether__preload_conn_free(&c);
     return pg;
 }
 
-TP_EXPORT PGconn *PQconnectdb(const char *conninfo) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PGconn *PQconnectdb(const char *conninfo) {
+    if (tether__preload_real_resolve())
         return NULL;
-    if (tp_passing)
-        return tp_real.connectdb(conninfo);
-    return connect_str(tp_real.connectdb, conninfo);
+    if (tether__preload_passing)
+        return tether__preload_real.connectdb(conninfo);
+    return connect_str(tether__preload_real.connectdb, conninfo);
 }
 
-TP_EXPORT PGconn *PQconnectStart(const char *conninfo) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PGconn *PQconnectStart(const char *conninfo) {
+    if (tether__preload_real_resolve())
         return NULL;
-    if (tp_passing)
-        return tp_real.connect_start(conninfo);
-    return connect_str(tp_real.connect_start, conninfo);
+    if (tether__preload_passing)
+        return tether__preload_real.connect_start(conninfo);
+    return connect_str(tether__preload_real.connect_start, conninfo);
 }
 
 /* pooled_made tries the pool with a string rendered from the program's
@@ -60,9 +60,9 @@ TP_EXPORT PGconn *PQconnectStart(const char *conninfo) {
 static PGconn *pooled_made(char *conninfo) {
     if (!conninfo)
         return NULL;
-    tp_conn c = {0};
+    tether__preload_conn c = {0};
     PGconn *pg = pooled_str(conninfo, &c);
-    tp_conn_free(&c);
+    tether__preload_conn_free(&c);
     free(conninfo);
     return pg;
 }
@@ -71,125 +71,129 @@ typedef PGconn *(*params_fn)(const char *const *, const char *const *, int);
 
 static PGconn *connect_params(params_fn fn, const char *const *keys,
                               const char *const *vals, int expand) {
-    PGconn *pg = tp_passing
-                     ? NULL
-                     : pooled_made(tp_conn_from_params(keys, vals, expand));
+    PGconn *pg =
+        tether__preload_passing
+            ? NULL
+            : pooled_made(tether__preload_conn_from_params(keys, vals, expand));
     if (!pg) {
-        tp_passing++;
+        tether__preload_passing++;
         pg = fn(keys, vals, expand);
-        tp_passing--;
+        tether__preload_passing--;
     }
     return pg;
 }
 
-TP_EXPORT PGconn *PQconnectdbParams(const char *const *keywords,
-                                    const char *const *values,
-                                    int expand_dbname) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PGconn *PQconnectdbParams(const char *const *keywords,
+                                                 const char *const *values,
+                                                 int expand_dbname) {
+    if (tether__preload_real_resolve())
         return NULL;
-    return connect_params(tp_real.connectdb_params, keywords, values,
-                          expand_dbname);
+    return connect_params(tether__preload_real.connectdb_params, keywords,
+                          values, expand_dbname);
 }
 
-TP_EXPORT PGconn *PQconnectStartParams(const char *const *keywords,
-                                       const char *const *values,
-                                       int expand_dbname) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PGconn *PQconnectStartParams(const char *const *keywords,
+                                                    const char *const *values,
+                                                    int expand_dbname) {
+    if (tether__preload_real_resolve())
         return NULL;
-    return connect_params(tp_real.connect_start_params, keywords, values,
-                          expand_dbname);
+    return connect_params(tether__preload_real.connect_start_params, keywords,
+                          values, expand_dbname);
 }
 
-TP_EXPORT PGconn *PQsetdbLogin(const char *pghost, const char *pgport,
-                               const char *pgoptions, const char *pgtty,
-                               const char *dbName, const char *login,
-                               const char *pwd) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PGconn *
+PQsetdbLogin(const char *pghost, const char *pgport, const char *pgoptions,
+             const char *pgtty, const char *dbName, const char *login,
+             const char *pwd) {
+    if (tether__preload_real_resolve())
         return NULL;
-    PGconn *pg = tp_passing
+    PGconn *pg = tether__preload_passing
                      ? NULL
-                     : pooled_made(tp_conn_from_setdb(pghost, pgport, pgoptions,
-                                                      dbName, login, pwd));
+                     : pooled_made(tether__preload_conn_from_setdb(
+                           pghost, pgport, pgoptions, dbName, login, pwd));
     if (!pg) {
-        tp_passing++;
-        pg = tp_real.setdb_login(pghost, pgport, pgoptions, pgtty, dbName,
-                                 login, pwd);
-        tp_passing--;
+        tether__preload_passing++;
+        pg = tether__preload_real.setdb_login(pghost, pgport, pgoptions, pgtty,
+                                              dbName, login, pwd);
+        tether__preload_passing--;
     }
     return pg;
 }
 
 /* A pooled PGconn is handed out connected: its poll says so at once. */
-TP_EXPORT PostgresPollingStatusType PQconnectPoll(PGconn *conn) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PostgresPollingStatusType PQconnectPoll(PGconn *conn) {
+    if (tether__preload_real_resolve())
         return PGRES_POLLING_FAILED;
-    if (!tp_passing && conn && tp_table_state(conn) == TP_LEASED &&
+    if (!tether__preload_passing && conn &&
+        tether__preload_table_state(conn) == TETHER__PRELOAD_LEASED &&
         PQstatus(conn) == CONNECTION_OK)
         return PGRES_POLLING_OK;
-    return tp_real.connect_poll(conn);
+    return tether__preload_real.connect_poll(conn);
 }
 
-TP_EXPORT void PQfinish(PGconn *conn) {
-    if (tp_real_resolve() || !conn)
+TETHER__PRELOAD_EXPORT void PQfinish(PGconn *conn) {
+    if (tether__preload_real_resolve() || !conn)
         return;
-    if (!tp_passing && tp_pool_finish(conn))
+    if (!tether__preload_passing && tether__preload_pool_finish(conn))
         return;
-    tp_passing++;
-    tp_real.finish(conn);
-    tp_passing--;
+    tether__preload_passing++;
+    tether__preload_real.finish(conn);
+    tether__preload_passing--;
 }
 
 /* PQreset and PQresetStart on a pooled PGconn: libpq reconnects it (same
  * pointer, as the program expects); it is closed, not reused, at PQfinish. */
-TP_EXPORT void PQreset(PGconn *conn) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT void PQreset(PGconn *conn) {
+    if (tether__preload_real_resolve())
         return;
-    if (!tp_passing && conn)
-        tp_table_taint(conn, "the program reset it (PQreset)");
-    tp_passing++;
-    tp_real.reset(conn);
-    tp_passing--;
+    if (!tether__preload_passing && conn)
+        tether__preload_table_taint(conn, "the program reset it (PQreset)");
+    tether__preload_passing++;
+    tether__preload_real.reset(conn);
+    tether__preload_passing--;
 }
 
-TP_EXPORT int PQresetStart(PGconn *conn) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT int PQresetStart(PGconn *conn) {
+    if (tether__preload_real_resolve())
         return 0;
-    if (!tp_passing && conn)
-        tp_table_taint(conn, "the program reset it (PQreset)");
-    tp_passing++;
-    int ok = tp_real.reset_start(conn);
-    tp_passing--;
+    if (!tether__preload_passing && conn)
+        tether__preload_table_taint(conn, "the program reset it (PQreset)");
+    tether__preload_passing++;
+    int ok = tether__preload_real.reset_start(conn);
+    tether__preload_passing--;
     return ok;
 }
 
-TP_EXPORT PostgresPollingStatusType PQresetPoll(PGconn *conn) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PostgresPollingStatusType PQresetPoll(PGconn *conn) {
+    if (tether__preload_real_resolve())
         return PGRES_POLLING_FAILED;
-    tp_passing++;
-    PostgresPollingStatusType st = tp_real.reset_poll(conn);
-    tp_passing--;
+    tether__preload_passing++;
+    PostgresPollingStatusType st = tether__preload_real.reset_poll(conn);
+    tether__preload_passing--;
     return st;
 }
 
 /* PQping and PQpingParams connect through PQconnectStart(Params) inside
  * libpq: they pass through, so that a ping asks the server, never the
  * pool. */
-TP_EXPORT PGPing PQping(const char *conninfo) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PGPing PQping(const char *conninfo) {
+    if (tether__preload_real_resolve())
         return PQPING_NO_ATTEMPT;
-    tp_passing++;
-    PGPing r = tp_real.ping(conninfo);
-    tp_passing--;
+    tether__preload_passing++;
+    PGPing r = tether__preload_real.ping(conninfo);
+    tether__preload_passing--;
     return r;
 }
 
-TP_EXPORT PGPing PQpingParams(const char *const *keywords,
-                              const char *const *values, int expand_dbname) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PGPing PQpingParams(const char *const *keywords,
+                                           const char *const *values,
+                                           int expand_dbname) {
+    if (tether__preload_real_resolve())
         return PQPING_NO_ATTEMPT;
-    tp_passing++;
-    PGPing r = tp_real.ping_params(keywords, values, expand_dbname);
-    tp_passing--;
+    tether__preload_passing++;
+    PGPing r =
+        tether__preload_real.ping_params(keywords, values, expand_dbname);
+    tether__preload_passing--;
     return r;
 }
 
@@ -198,11 +202,11 @@ TP_EXPORT PGPing PQpingParams(const char *const *keywords,
  * the pool's connector reached: a program that reconnects from it (psql's
  * \c) keeps its host list. Keywords the program left out show the pooled
  * connection's values, but for hostaddr, which it never gave. */
-TP_EXPORT PQconninfoOption *PQconninfo(PGconn *conn) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PQconninfoOption *PQconninfo(PGconn *conn) {
+    if (tether__preload_real_resolve())
         return NULL;
-    PQconninfoOption *real = tp_real.conninfo(conn);
-    PQconninfoOption *asked = conn ? tp_table_asked(conn) : NULL;
+    PQconninfoOption *real = tether__preload_real.conninfo(conn);
+    PQconninfoOption *asked = conn ? tether__preload_table_asked(conn) : NULL;
     if (!asked || !real) {
         PQconninfoFree(asked);
         return real;
@@ -221,71 +225,76 @@ TP_EXPORT PQconninfoOption *PQconninfo(PGconn *conn) {
 /* An event procedure on a pooled PGconn would outlive the program's
  * PQfinish (PGEVT_CONNDESTROY would never come): such a connection is
  * closed at PQfinish, which fires it. */
-TP_EXPORT int PQregisterEventProc(PGconn *conn, PGEventProc proc,
-                                  const char *name, void *passThrough) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT int PQregisterEventProc(PGconn *conn, PGEventProc proc,
+                                               const char *name,
+                                               void *passThrough) {
+    if (tether__preload_real_resolve())
         return 0;
     if (conn)
-        tp_table_taint(conn, "an event procedure was registered on it");
-    return tp_real.register_event(conn, proc, name, passThrough);
+        tether__preload_table_taint(conn,
+                                    "an event procedure was registered on it");
+    return tether__preload_real.register_event(conn, proc, name, passThrough);
 }
 
 /* watch: a statement that may make a custom setting marks its pooled
  * PGconn to be closed at PQfinish (scan.c). */
 static void watch(PGconn *conn, const char *sql) {
-    if (conn && tp_sql_sets_custom(sql))
-        tp_table_taint(conn, "a custom setting (SET a.b, set_config) was "
-                             "made on it");
+    if (conn && tether__preload_sql_sets_custom(sql))
+        tether__preload_table_taint(
+            conn, "a custom setting (SET a.b, set_config) was "
+                  "made on it");
 }
 
-TP_EXPORT PGresult *PQexec(PGconn *conn, const char *query) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PGresult *PQexec(PGconn *conn, const char *query) {
+    if (tether__preload_real_resolve())
         return NULL;
     watch(conn, query);
-    return tp_real.exec(conn, query);
+    return tether__preload_real.exec(conn, query);
 }
 
-TP_EXPORT int PQsendQuery(PGconn *conn, const char *query) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT int PQsendQuery(PGconn *conn, const char *query) {
+    if (tether__preload_real_resolve())
         return 0;
     watch(conn, query);
-    return tp_real.send_query(conn, query);
+    return tether__preload_real.send_query(conn, query);
 }
 
-TP_EXPORT PGresult *PQexecParams(PGconn *conn, const char *command, int n,
-                                 const Oid *types, const char *const *values,
-                                 const int *lengths, const int *formats,
-                                 int result_format) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PGresult *
+PQexecParams(PGconn *conn, const char *command, int n, const Oid *types,
+             const char *const *values, const int *lengths, const int *formats,
+             int result_format) {
+    if (tether__preload_real_resolve())
         return NULL;
     watch(conn, command);
-    return tp_real.exec_params(conn, command, n, types, values, lengths,
-                               formats, result_format);
+    return tether__preload_real.exec_params(conn, command, n, types, values,
+                                            lengths, formats, result_format);
 }
 
-TP_EXPORT int PQsendQueryParams(PGconn *conn, const char *command, int n,
-                                const Oid *types, const char *const *values,
-                                const int *lengths, const int *formats,
-                                int result_format) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT int
+PQsendQueryParams(PGconn *conn, const char *command, int n, const Oid *types,
+                  const char *const *values, const int *lengths,
+                  const int *formats, int result_format) {
+    if (tether__preload_real_resolve())
         return 0;
     watch(conn, command);
-    return tp_real.send_query_params(conn, command, n, types, values, lengths,
-                                     formats, result_format);
+    return tether__preload_real.send_query_params(
+        conn, command, n, types, values, lengths, formats, result_format);
 }
 
-TP_EXPORT PGresult *PQprepare(PGconn *conn, const char *name, const char *query,
-                              int n, const Oid *types) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT PGresult *PQprepare(PGconn *conn, const char *name,
+                                           const char *query, int n,
+                                           const Oid *types) {
+    if (tether__preload_real_resolve())
         return NULL;
     watch(conn, query);
-    return tp_real.prepare(conn, name, query, n, types);
+    return tether__preload_real.prepare(conn, name, query, n, types);
 }
 
-TP_EXPORT int PQsendPrepare(PGconn *conn, const char *name, const char *query,
-                            int n, const Oid *types) {
-    if (tp_real_resolve())
+TETHER__PRELOAD_EXPORT int PQsendPrepare(PGconn *conn, const char *name,
+                                         const char *query, int n,
+                                         const Oid *types) {
+    if (tether__preload_real_resolve())
         return 0;
     watch(conn, query);
-    return tp_real.send_prepare(conn, name, query, n, types);
+    return tether__preload_real.send_prepare(conn, name, query, n, types);
 }

@@ -23,23 +23,23 @@ static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
  * the table's, the log's. */
 static void fork_prepare(void) {
     tether__ticker_fork_prepare();
-    tp_pools_lock();
-    tp_table_lock();
+    tether__preload_pools_lock();
+    tether__preload_table_lock();
     tether__log_fork_prepare();
 }
 
 static void fork_parent(void) {
     tether__log_fork_parent();
-    tp_table_unlock();
-    tp_pools_unlock();
+    tether__preload_table_unlock();
+    tether__preload_pools_unlock();
     tether__ticker_fork_parent();
 }
 
 static void fork_child(void) {
     tether__log_fork_child();
     tether__ticker_fork_child();
-    tp_table_fork_child();
-    tp_pools_fork_child();
+    tether__preload_table_fork_child();
+    tether__preload_pools_fork_child();
 }
 
 /* With TETHER_PRELOAD_LOG set, tether's own log (pools opening and
@@ -47,12 +47,13 @@ static void fork_child(void) {
  * password. */
 static void log_sink(void *ctx, tether_log_level level, const char *msg) {
     (void)ctx;
-    tp_log("tether %s: %s", level >= TETHER_LOG_WARN ? "warning" : "info", msg);
+    tether__preload_log("tether %s: %s",
+                        level >= TETHER_LOG_WARN ? "warning" : "info", msg);
 }
 
 static void setup(void) {
     pthread_atfork(fork_prepare, fork_parent, fork_child);
-    if (tp_config_get()->log)
+    if (tether__preload_config_get()->log)
         tether_set_log(log_sink, NULL, TETHER_LOG_INFO);
 }
 
@@ -69,7 +70,7 @@ static void checkout(PGconn *pg) {
 static PQnoticeProcessor default_processor;
 
 static void learn_processor(PGconn *pg) {
-    if (tp_table_state(pg) == TP_NONE &&
+    if (tether__preload_table_state(pg) == TETHER__PRELOAD_NONE &&
         !__atomic_load_n(&default_processor, __ATOMIC_ACQUIRE))
         __atomic_store_n(&default_processor,
                          PQsetNoticeProcessor(pg, NULL, NULL),
@@ -91,7 +92,7 @@ static const char check_sql[] =
 
 /* ask runs the check on pg and records the answer in p. Returns -1 when
  * the query failed (pg is then not to be handed out). */
-static int ask(tp_pool *p, PGconn *pg) {
+static int ask(tether__preload_pool *p, PGconn *pg) {
     PGresult *r = PQexec(pg, check_sql);
     int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
     char *fp = ok ? strdup(PQgetvalue(r, 0, 1)) : NULL;
@@ -100,7 +101,7 @@ static int ask(tp_pool *p, PGconn *pg) {
         free(p->settings);
         p->settings = fp;
         p->may_login = !strcmp(PQgetvalue(r, 0, 0), "t");
-        p->checked_ms = tp_now_ms();
+        p->checked_ms = tether__preload_now_ms();
     }
     p->checking = 0;
     pthread_mutex_unlock(&p->mu);
@@ -114,13 +115,14 @@ static int ask(tp_pool *p, PGconn *pg) {
  * with the pool's last answer: may the role log in, and are the settings
  * the same as when pg was first checked (a change made during its first
  * use is seen within TETHER_PRELOAD_MAX_AGE only). */
-static const char *server_check(tp_pool *p, PGconn *pg, int fresh) {
-    int64_t now = tp_now_ms();
+static const char *server_check(tether__preload_pool *p, PGconn *pg,
+                                int fresh) {
+    int64_t now = tether__preload_now_ms();
     pthread_mutex_lock(&p->mu);
     if (fresh) /* it has just logged in: the role may, again */
         p->may_login = 1;
     int due = !fresh && !p->checking &&
-              now - p->checked_ms >= tp_config_get()->recheck_ms;
+              now - p->checked_ms >= tether__preload_config_get()->recheck_ms;
     p->checking |= due;
     pthread_mutex_unlock(&p->mu);
     if (due && ask(p, pg) != 0)
@@ -129,7 +131,7 @@ static const char *server_check(tp_pool *p, PGconn *pg, int fresh) {
     const char *why =
         p->checked_ms && !p->may_login
             ? "the role may no longer log in (or connect to the database)"
-        : p->settings && tp_table_settings(pg, p->settings) != 0
+        : p->settings && tether__preload_table_settings(pg, p->settings) != 0
             ? "ALTER DATABASE or ALTER ROLE ... SET changed its settings"
             : NULL;
     pthread_mutex_unlock(&p->mu);
@@ -146,12 +148,14 @@ static int same(const char *a, const char *b) {
  * connects read the environment for keywords its string leaves out), no
  * older than the bound, and, unless it was made for this connect, pass
  * the server's check. */
-static const char *checkout_check(tp_pool *p, PGconn *pg, const tp_conn *c,
-                                  int fresh, int64_t born) {
+static const char *checkout_check(tether__preload_pool *p, PGconn *pg,
+                                  const tether__preload_conn *c, int fresh,
+                                  int64_t born) {
     if (!same(PQuser(pg), c->user) || !same(PQdb(pg), c->db) ||
         !same(PQoptions(pg), c->options))
         return "not the user, database or options asked for";
-    if (tp_now_ms() - born >= tp_config_get()->max_age_ms)
+    if (tether__preload_now_ms() - born >=
+        tether__preload_config_get()->max_age_ms)
         return "older than TETHER_PRELOAD_MAX_AGE";
     return server_check(p, pg, fresh);
 }
@@ -159,28 +163,29 @@ static const char *checkout_check(tp_pool *p, PGconn *pg, const tp_conn *c,
 /* lease_fresh acquires from p a connection no older than the bound:
  * older ones are closed (a new one authenticates again). NULL on failure
  * (the caller connects through libpq, which reports the error). */
-static PGconn *lease_fresh(tp_pool *p, const tp_conn *c) {
+static PGconn *lease_fresh(tether__preload_pool *p,
+                           const tether__preload_conn *c) {
     for (int tries = 0; tries <= p->max + 1; tries++) {
         tether_lease *l = NULL;
         tether_error err = {0};
         if (tether_pool_acquire(p->pool, -1, &l, &err) != 0) {
-            tp_log("pool failed (%s), connecting without it: %s", err.message,
-                   c->display);
+            tether__preload_log("pool failed (%s), connecting without it: %s",
+                                err.message, c->display);
             return NULL;
         }
         PGconn *pg = tether_pq_conn(l);
         learn_processor(pg);
         char *asked = strdup(c->asked);
-        int fresh = tp_table_state(pg) == TP_NONE;
-        int64_t born = tp_table_lease(
+        int fresh = tether__preload_table_state(pg) == TETHER__PRELOAD_NONE;
+        int64_t born = tether__preload_table_lease(
             pg, l, PQsetNoticeReceiver(pg, NULL, NULL), p, asked);
         const char *why = checkout_check(p, pg, c, fresh, born);
         if (!why)
             return pg;
-        tp_slot s;
-        tp_table_finish(pg, &s);
+        tether__preload_slot s;
+        tether__preload_table_finish(pg, &s);
         free(s.asked);
-        tp_log("pooled connection closed at checkout: %s", why);
+        tether__preload_log("pooled connection closed at checkout: %s", why);
         tether_lease_discard(l);
         if (strncmp(why, "older", 5)) { /* the others are no better */
             tether_pool_clear(p->pool);
@@ -190,33 +195,35 @@ static PGconn *lease_fresh(tp_pool *p, const tp_conn *c) {
     return NULL;
 }
 
-PGconn *tp_pool_connect(const tp_conn *c) {
+PGconn *tether__preload_pool_connect(const tether__preload_conn *c) {
     if (!c->pooled)
         return NULL;
     pthread_once(&setup_once, setup);
     int full;
-    tp_pool *p = tp_pools_reserve(c, &full);
+    tether__preload_pool *p = tether__preload_pools_reserve(c, &full);
     if (!p) {
         if (full)
-            tp_log("the program holds all the connections of this pool: a "
-                   "connection of its own: %s",
-                   c->display);
+            tether__preload_log(
+                "the program holds all the connections of this pool: a "
+                "connection of its own: %s",
+                c->display);
         return NULL;
     }
     PGconn *pg = lease_fresh(p, c);
     if (!pg) {
-        tp_pools_unreserve(p);
+        tether__preload_pools_unreserve(p);
         return NULL;
     }
     checkout(pg);
-    tp_log("pooled connection (backend %d): %s", PQbackendPID(pg), c->display);
+    tether__preload_log("pooled connection (backend %d): %s", PQbackendPID(pg),
+                        c->display);
     return pg;
 }
 
 /* restore undoes what a program may have changed on its PGconn through
  * libpq calls that do not reach the server. Returns NULL, or why the
  * connection cannot be made as it was. */
-static const char *restore(PGconn *pg, const tp_slot *s) {
+static const char *restore(PGconn *pg, const tether__preload_slot *s) {
     if (PQsetNoticeReceiver(pg, NULL, NULL) != s->rx)
         return "its notice receiver was replaced";
     if (PQpipelineStatus(pg) != PQ_PIPELINE_OFF)
@@ -233,13 +240,15 @@ static const char *restore(PGconn *pg, const tp_slot *s) {
     return NULL;
 }
 
-int tp_pool_finish(PGconn *pg) {
-    tp_slot s;
-    switch (tp_table_finish(pg, &s)) {
-    case TP_LEASED:
+int tether__preload_pool_finish(PGconn *pg) {
+    tether__preload_slot s;
+    switch (tether__preload_table_finish(pg, &s)) {
+    case TETHER__PRELOAD_LEASED:
         break;
-    case TP_IDLE: /* PQfinish twice: it is back in the pool already */
-        tp_log("PQfinish of a connection already given back: ignored");
+    case TETHER__PRELOAD_IDLE: /* PQfinish twice: it is back in the pool already
+                                */
+        tether__preload_log(
+            "PQfinish of a connection already given back: ignored");
         return 1;
     default: /* not the pool's, or inherited from a parent process */
         return 0;
@@ -249,11 +258,11 @@ int tp_pool_finish(PGconn *pg) {
     if (!why && s.too_many_idle)
         why = "TETHER_PRELOAD_IDLE_MAX idle connections are kept already";
     if (why) {
-        tp_log("connection closed, not reused: %s", why);
+        tether__preload_log("connection closed, not reused: %s", why);
         tether_lease_discard(s.lease);
     } else {
         tether_lease_release(s.lease); /* rollback, reset query, or close */
     }
-    tp_pools_unreserve(s.pool);
+    tether__preload_pools_unreserve(s.pool);
     return 1;
 }

@@ -24,7 +24,7 @@
 #define RELEASE_MS 250
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static tp_pool *buckets[NBUCKETS];
+static tether__preload_pool *buckets[NBUCKETS];
 static int64_t next_scan_ms;
 static tether__tick_sub tick_sub;
 static int subscribed;
@@ -37,9 +37,9 @@ static void release_idle(void *ctx, unsigned tick) {
     (void)ctx;
     if (tick % 10 || pthread_mutex_trylock(&lock) != 0)
         return;
-    int64_t now = tp_now_ms();
+    int64_t now = tether__preload_now_ms();
     for (size_t b = 0; b < NBUCKETS; b++)
-        for (tp_pool *p = buckets[b]; p; p = p->next) {
+        for (tether__preload_pool *p = buckets[b]; p; p = p->next) {
             tether_pool_metrics m;
             if (__atomic_load_n(&p->leased, __ATOMIC_ACQUIRE) ||
                 now - __atomic_load_n(&p->released_ms, __ATOMIC_ACQUIRE) <
@@ -60,13 +60,13 @@ static size_t bucket(const char *key) {
 }
 
 /* open_pool makes the pool for c (without the lock). */
-static tp_pool *open_pool(const tp_conn *c) {
-    tp_pool *p = calloc(1, sizeof(*p));
+static tether__preload_pool *open_pool(const tether__preload_conn *c) {
+    tether__preload_pool *p = calloc(1, sizeof(*p));
     tether_error err = {0};
     if (!p || !(p->key = strdup(c->key)) ||
         tether_pool_open(&p->pool, c->pooled, NULL, NULL, &err) != 0) {
         if (p && p->key)
-            tp_log("no pool (%s): %s", err.message, c->display);
+            tether__preload_log("no pool (%s): %s", err.message, c->display);
         if (p)
             free(p->key);
         free(p);
@@ -81,7 +81,7 @@ static tp_pool *open_pool(const tp_conn *c) {
 
 /* unused: p has nothing reserved, no connection, and no use for EVICT_MS
  * (lock held: nobody can reserve it meanwhile). */
-static int unused(tp_pool *p, int64_t now) {
+static int unused(tether__preload_pool *p, int64_t now) {
     if (__atomic_load_n(&p->leased, __ATOMIC_ACQUIRE) ||
         now - p->used_ms < EVICT_MS)
         return 0;
@@ -91,13 +91,13 @@ static int unused(tp_pool *p, int64_t now) {
 }
 
 /* evict unlinks the unused pools onto *out (lock held). */
-static void evict(int64_t now, tp_pool **out) {
+static void evict(int64_t now, tether__preload_pool **out) {
     if (now < next_scan_ms)
         return;
     next_scan_ms = now + 1000;
     for (size_t b = 0; b < NBUCKETS; b++)
-        for (tp_pool **pp = &buckets[b]; *pp;) {
-            tp_pool *p = *pp;
+        for (tether__preload_pool **pp = &buckets[b]; *pp;) {
+            tether__preload_pool *p = *pp;
             if (unused(p, now)) {
                 *pp = p->next;
                 p->next = *out;
@@ -108,9 +108,9 @@ static void evict(int64_t now, tp_pool **out) {
         }
 }
 
-static void destroy(tp_pool *list) {
+static void destroy(tether__preload_pool *list) {
     while (list) {
-        tp_pool *next = list->next;
+        tether__preload_pool *next = list->next;
         tether_pool_destroy(list->pool);
         pthread_mutex_destroy(&list->mu);
         free(list->settings);
@@ -121,8 +121,8 @@ static void destroy(tp_pool *list) {
 }
 
 /* find returns the pool for key in bucket b (lock held), or NULL. */
-static tp_pool *find(size_t b, const char *key) {
-    tp_pool *p = buckets[b];
+static tether__preload_pool *find(size_t b, const char *key) {
+    tether__preload_pool *p = buckets[b];
     while (p && strcmp(p->key, key))
         p = p->next;
     return p;
@@ -130,7 +130,7 @@ static tp_pool *find(size_t b, const char *key) {
 
 /* reserve takes one of p's connections for a connect (lock held); 0, or
  * -1 when the program holds them all. */
-static int reserve(tp_pool *p, int64_t now) {
+static int reserve(tether__preload_pool *p, int64_t now) {
     p->used_ms = now;
     if (__atomic_load_n(&p->leased, __ATOMIC_ACQUIRE) >= p->max)
         return -1;
@@ -151,13 +151,14 @@ static void subscribe(void) {
  * the pools' lock: opening one subscribes it to the ticker, whose lock
  * is taken before the pools' one (fork, release_idle). Two threads may
  * open one for the same key: the second to insert destroys its own. */
-tp_pool *tp_pools_reserve(const tp_conn *c, int *full) {
+tether__preload_pool *
+tether__preload_pools_reserve(const tether__preload_conn *c, int *full) {
     size_t b = bucket(c->key);
-    int64_t now = tp_now_ms();
-    tp_pool *gone = NULL, *fresh = NULL;
+    int64_t now = tether__preload_now_ms();
+    tether__preload_pool *gone = NULL, *fresh = NULL;
     pthread_mutex_lock(&lock);
     evict(now, &gone);
-    tp_pool *p = find(b, c->key);
+    tether__preload_pool *p = find(b, c->key);
     if (!p) {
         pthread_mutex_unlock(&lock);
         destroy(gone);
@@ -181,20 +182,21 @@ tp_pool *tp_pools_reserve(const tp_conn *c, int *full) {
     return *full ? NULL : p;
 }
 
-void tp_pools_unreserve(tp_pool *p) {
-    __atomic_store_n(&p->released_ms, tp_now_ms(), __ATOMIC_RELEASE);
+void tether__preload_pools_unreserve(tether__preload_pool *p) {
+    __atomic_store_n(&p->released_ms, tether__preload_now_ms(),
+                     __ATOMIC_RELEASE);
     __atomic_fetch_sub(&p->leased, 1, __ATOMIC_ACQ_REL);
 }
 
-void tp_pools_lock(void) {
+void tether__preload_pools_lock(void) {
     pthread_mutex_lock(&lock);
 }
 
-void tp_pools_unlock(void) {
+void tether__preload_pools_unlock(void) {
     pthread_mutex_unlock(&lock);
 }
 
-void tp_pools_fork_child(void) {
+void tether__preload_pools_fork_child(void) {
     memset(buckets, 0, sizeof(buckets)); /* the parent's: abandoned */
     next_scan_ms = 0;
     __atomic_store_n(&subscribed, 0, __ATOMIC_RELEASE); /* the ticker forgot

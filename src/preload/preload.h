@@ -22,13 +22,14 @@
 
 #include "tether_pq.h"
 
-#define TP_EXPORT __attribute__((visibility("default")))
+#define TETHER__PRELOAD_EXPORT __attribute__((visibility("default")))
 
 /* ---- real.c ------------------------------------------------------------ */
 
-/* libpq's own functions (dlsym(RTLD_NEXT)); tp_real_resolve fills them
- * once and returns 0, or -1 when one is missing (the message is printed). */
-typedef struct tp_real_fns {
+/* libpq's own functions (dlsym(RTLD_NEXT)); tether__preload_real_resolve fills
+ * them once and returns 0, or -1 when one is missing (the message is printed).
+ */
+typedef struct tether__preload_real_fns {
     PGconn *(*connectdb)(const char *);
     PGconn *(*connectdb_params)(const char *const *, const char *const *, int);
     PGconn *(*setdb_login)(const char *, const char *, const char *,
@@ -57,26 +58,27 @@ typedef struct tp_real_fns {
     PGresult *(*prepare)(PGconn *, const char *, const char *, int,
                          const Oid *);
     int (*send_prepare)(PGconn *, const char *, const char *, int, const Oid *);
-} tp_real_fns;
+} tether__preload_real_fns;
 
-extern tp_real_fns tp_real;
-int tp_real_resolve(void);
+extern tether__preload_real_fns tether__preload_real;
+int tether__preload_real_resolve(void);
 
 /* While a thread is inside a real libpq function called from here (libpq's
  * PQconnectdb calls PQconnectStart, its PQreset calls PQconnectPoll, all
  * through the interposed names), the interposers pass straight through. */
-extern _Thread_local int tp_passing;
+extern _Thread_local int tether__preload_passing;
 
 /* What the pq driver calls instead of libpq's names when it is built into
  * the preload library (redirect.h): the real functions, never the pool. */
-PGconn *tp_real_PQconnectStartParams(const char *const *keys,
-                                     const char *const *vals, int expand);
-PostgresPollingStatusType tp_real_PQconnectPoll(PGconn *pg);
-void tp_real_PQfinish(PGconn *pg);
+PGconn *tether__preload_real_PQconnectStartParams(const char *const *keys,
+                                                  const char *const *vals,
+                                                  int expand);
+PostgresPollingStatusType tether__preload_real_PQconnectPoll(PGconn *pg);
+void tether__preload_real_PQfinish(PGconn *pg);
 
 /* ---- config.c ---------------------------------------------------------- */
 
-typedef struct tp_config {
+typedef struct tether__preload_config {
     int off;          /* TETHER_PRELOAD=off: everything passes through */
     int log;          /* TETHER_PRELOAD_LOG=1: a line per decision */
     int pool_max;     /* TETHER_PRELOAD_POOL_MAX, default 10 */
@@ -90,41 +92,45 @@ typedef struct tp_config {
     const char *reset; /* TETHER_PRELOAD_RESET_QUERY, default DISCARD ALL;
                           "" for none */
     const char *match; /* TETHER_PRELOAD_MATCH, default "*" */
-} tp_config;
+} tether__preload_config;
 
-/* tp_config_get returns the configuration, read once from the environment.
- * A bad value is reported on stderr naming the variable and turns the
- * preload off (every connect passes through to libpq). */
-const tp_config *tp_config_get(void);
+/* tether__preload_config_get returns the configuration, read once from the
+ * environment. A bad value is reported on stderr naming the variable and turns
+ * the preload off (every connect passes through to libpq). */
+const tether__preload_config *tether__preload_config_get(void);
 
-/* tp_log prints "tether-preload: ..." on stderr when TETHER_PRELOAD_LOG is
- * set. Never give it a password. */
-void tp_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* tether__preload_log prints "tether-preload: ..." on stderr when
+ * TETHER_PRELOAD_LOG is set. Never give it a password. */
+void tether__preload_log(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
 
 /* ---- conn.c ------------------------------------------------------------ */
 
-/* tp_conn_from_params renders PQconnectdbParams' arrays as a key=value
- * string (malloc'd), later keywords winning, a dbname holding a key=value
- * string inlined when expand is set. NULL when it cannot be pooled (a URI
- * in dbname) or out of memory. */
-char *tp_conn_from_params(const char *const *keys, const char *const *vals,
-                          int expand);
+/* tether__preload_conn_from_params renders PQconnectdbParams' arrays as a
+ * key=value string (malloc'd), later keywords winning, a dbname holding a
+ * key=value string inlined when expand is set. NULL when it cannot be pooled (a
+ * URI in dbname) or out of memory. */
+char *tether__preload_conn_from_params(const char *const *keys,
+                                       const char *const *vals, int expand);
 
-/* tp_conn_from_setdb does the same for PQsetdbLogin's arguments. */
-char *tp_conn_from_setdb(const char *host, const char *port,
-                         const char *options, const char *dbname,
-                         const char *user, const char *password);
+/* tether__preload_conn_from_setdb does the same for PQsetdbLogin's arguments.
+ */
+char *tether__preload_conn_from_setdb(const char *host, const char *port,
+                                      const char *options, const char *dbname,
+                                      const char *user, const char *password);
 
 /* A growing string; on allocation failure ok becomes 0. */
-typedef struct tp_sb {
+typedef struct tether__preload_sb {
     char *s;
     size_t n, cap;
     int ok;
-} tp_sb;
-void tp_sb_put(tp_sb *b, const char *s, size_t n);
-void tp_sb_str(tp_sb *b, const char *s);
-void tp_sb_kv(tp_sb *b, const char *key, const char *val); /* " k='v'" */
-char *tp_sb_done(tp_sb *b); /* the string (malloc'd) or NULL */
+} tether__preload_sb;
+void tether__preload_sb_put(tether__preload_sb *b, const char *s, size_t n);
+void tether__preload_sb_str(tether__preload_sb *b, const char *s);
+void tether__preload_sb_kv(tether__preload_sb *b, const char *key,
+                           const char *val); /* " k='v'" */
+char *tether__preload_sb_done(
+    tether__preload_sb *b); /* the string (malloc'd) or NULL */
 
 /* A program's connection string, parsed: what libpq would connect with
  * (the program's string, then what libpq takes from the environment for
@@ -133,7 +139,7 @@ char *tp_sb_done(tp_sb *b); /* the string (malloc'd) or NULL */
  * pool's key (the secrets hashed, the password file's identity added),
  * the masked display form (logs, TETHER_PRELOAD_MATCH) and whether it may
  * be pooled at all. */
-typedef struct tp_conn {
+typedef struct tether__preload_conn {
     char *pooled; /* NULL when not to be pooled */
     char *key;    /* the pool's key: never a secret in clear */
     char *asked;  /* what libpq would connect with, libpq keywords only */
@@ -141,94 +147,103 @@ typedef struct tp_conn {
     char *display;             /* masked, never a password */
     char *libpq;               /* without tether's keywords, for a pass-through;
                                   NULL when the original string has none */
-} tp_conn;
+} tether__preload_conn;
 
-/* tp_conn_prepare fills c from conninfo. Returns 0 (c->pooled may still be
- * NULL: replication, no match, off) or -1 (not parsable by tether: pass
- * through as it is). */
-int tp_conn_prepare(const char *conninfo, tp_conn *c);
-void tp_conn_free(tp_conn *c);
+/* tether__preload_conn_prepare fills c from conninfo. Returns 0 (c->pooled may
+ * still be NULL: replication, no match, off) or -1 (not parsable by tether:
+ * pass through as it is). */
+int tether__preload_conn_prepare(const char *conninfo, tether__preload_conn *c);
+void tether__preload_conn_free(tether__preload_conn *c);
 
 struct tether__conninfo;
 
 /* ---- creds.c ----------------------------------------------------------- */
 
-/* tp_creds_add appends to b, for each keyword ci leaves out, the value
- * libpq would take from the environment (PGUSER, PGPASSWORD, PGOPTIONS,
+/* tether__preload_creds_add appends to b, for each keyword ci leaves out, the
+ * value libpq would take from the environment (PGUSER, PGPASSWORD, PGOPTIONS,
  * ...; the user name of the process for user). Returns 0, or -1 with
  * *why set when libpq would use what the preload cannot know. */
-int tp_creds_add(const struct tether__conninfo *ci, tp_sb *b, const char **why);
+int tether__preload_creds_add(const struct tether__conninfo *ci,
+                              tether__preload_sb *b, const char **why);
 
-/* tp_creds_passfile appends the identity of the password file libpq would
- * read for eff (none when eff has a password) to b. Returns 0, or -1 with
- * *why set when the file cannot be read. */
-int tp_creds_passfile(const struct tether__conninfo *eff, tp_sb *b,
-                      const char **why);
+/* tether__preload_creds_passfile appends the identity of the password file
+ * libpq would read for eff (none when eff has a password) to b. Returns 0, or
+ * -1 with *why set when the file cannot be read. */
+int tether__preload_creds_passfile(const struct tether__conninfo *eff,
+                                   tether__preload_sb *b, const char **why);
 
-/* tp_hash_hex writes a keyed hash of s (32 hex digits and a NUL) to out:
- * the key is random per process, so the hash stands for a secret in a
+/* tether__preload_hash_hex writes a keyed hash of s (32 hex digits and a NUL)
+ * to out: the key is random per process, so the hash stands for a secret in a
  * pool's key and says nothing outside this process. */
-void tp_hash_hex(const char *s, char out[33]);
+void tether__preload_hash_hex(const char *s, char out[33]);
 
 /* ---- scan.c ------------------------------------------------------------ */
 
-/* tp_sql_sets_custom returns 1 when sql may make a custom setting (SET
- * a.b, set_config): a connection it ran on is not reused. */
-int tp_sql_sets_custom(const char *sql);
+/* tether__preload_sql_sets_custom returns 1 when sql may make a custom setting
+ * (SET a.b, set_config): a connection it ran on is not reused. */
+int tether__preload_sql_sets_custom(const char *sql);
 
 /* ---- table.c ----------------------------------------------------------- */
 
-enum { TP_NONE = 0, TP_LEASED, TP_IDLE, TP_INHERITED };
+enum {
+    TETHER__PRELOAD_NONE = 0,
+    TETHER__PRELOAD_LEASED,
+    TETHER__PRELOAD_IDLE,
+    TETHER__PRELOAD_INHERITED
+};
 
-struct tp_pool;
+struct tether__preload_pool;
 
 /* One PGconn the pool made, once handed out. */
-typedef struct tp_slot {
+typedef struct tether__preload_slot {
     PGconn *pg;
-    tether_lease *lease;  /* while leased */
-    struct tp_pool *pool; /* while leased */
-    char *asked;          /* while leased: for PQconninfo (malloc'd) */
-    char *settings;       /* the server's settings at its first checkout */
-    int state;            /* TP_LEASED, TP_IDLE or TP_INHERITED */
-    const char *tainted;  /* why it must be closed, never reused (PQreset,
-                             an event procedure, a custom setting) */
-    PQnoticeReceiver rx;  /* the driver's receiver at checkout */
-    int64_t born_ms;      /* first handed out (monotonic ms) */
-    int too_many_idle;    /* at PQfinish: the idle cap is reached */
-} tp_slot;
+    tether_lease *lease;               /* while leased */
+    struct tether__preload_pool *pool; /* while leased */
+    char *asked;         /* while leased: for PQconninfo (malloc'd) */
+    char *settings;      /* the server's settings at its first checkout */
+    int state;           /* TETHER__PRELOAD_LEASED, TETHER__PRELOAD_IDLE or
+                            TETHER__PRELOAD_INHERITED */
+    const char *tainted; /* why it must be closed, never reused (PQreset,
+                            an event procedure, a custom setting) */
+    PQnoticeReceiver rx; /* the driver's receiver at checkout */
+    int64_t born_ms;     /* first handed out (monotonic ms) */
+    int too_many_idle;   /* at PQfinish: the idle cap is reached */
+} tether__preload_slot;
 
-/* tp_table_lease records pg as leased (asked is taken over); returns the
- * time pg was first handed out (now for a new one). */
-int64_t tp_table_lease(PGconn *pg, tether_lease *lease, PQnoticeReceiver rx,
-                       struct tp_pool *pool, char *asked);
-/* tp_table_finish: for PQfinish. LEASED: *out gets the slot (the caller
- * frees out->asked), which becomes IDLE; INHERITED: removed; returns the
- * state before (TP_NONE: unknown). */
-int tp_table_finish(PGconn *pg, tp_slot *out);
-int tp_table_state(PGconn *pg);
-/* tp_table_taint: pg, when leased, is closed at PQfinish for reason why;
- * returns 1 when pg is leased. */
-int tp_table_taint(PGconn *pg, const char *why);
-/* tp_table_settings records settings for pg the first time; later, returns
- * 1 when they differ from the first (0 when the same). */
-int tp_table_settings(PGconn *pg, const char *settings);
-/* tp_table_asked: a PQconninfoParse of what the program asked for on a
- * leased pg, or NULL when pg is not leased. */
-PQconninfoOption *tp_table_asked(PGconn *pg);
-int64_t tp_now_ms(void);
-void tp_table_forget(PGconn *pg); /* the driver closed pg */
-void tp_table_lock(void);
-void tp_table_unlock(void);
-/* tp_table_fork_child: in a child, idle slots are forgotten and leased
- * ones become INHERITED (the program's own, as with plain libpq). */
-void tp_table_fork_child(void);
+/* tether__preload_table_lease records pg as leased (asked is taken over);
+ * returns the time pg was first handed out (now for a new one). */
+int64_t tether__preload_table_lease(PGconn *pg, tether_lease *lease,
+                                    PQnoticeReceiver rx,
+                                    struct tether__preload_pool *pool,
+                                    char *asked);
+/* tether__preload_table_finish: for PQfinish. LEASED: *out gets the slot (the
+ * caller frees out->asked), which becomes IDLE; INHERITED: removed; returns the
+ * state before (TETHER__PRELOAD_NONE: unknown). */
+int tether__preload_table_finish(PGconn *pg, tether__preload_slot *out);
+int tether__preload_table_state(PGconn *pg);
+/* tether__preload_table_taint: pg, when leased, is closed at PQfinish for
+ * reason why; returns 1 when pg is leased. */
+int tether__preload_table_taint(PGconn *pg, const char *why);
+/* tether__preload_table_settings records settings for pg the first time; later,
+ * returns 1 when they differ from the first (0 when the same). */
+int tether__preload_table_settings(PGconn *pg, const char *settings);
+/* tether__preload_table_asked: a PQconninfoParse of what the program asked for
+ * on a leased pg, or NULL when pg is not leased. */
+PQconninfoOption *tether__preload_table_asked(PGconn *pg);
+int64_t tether__preload_now_ms(void);
+void tether__preload_table_forget(PGconn *pg); /* the driver closed pg */
+void tether__preload_table_lock(void);
+void tether__preload_table_unlock(void);
+/* tether__preload_table_fork_child: in a child, idle slots are forgotten and
+ * leased ones become INHERITED (the program's own, as with plain libpq). */
+void tether__preload_table_fork_child(void);
 
 /* ---- pools.c ----------------------------------------------------------- */
 
 /* One pool of the process, by key. leased counts the connections of this
  * pool the program holds (never above max: a connect beyond goes to libpq
  * directly, docs/preload.md "A program never waits on the pool's size"). */
-typedef struct tp_pool {
+typedef struct tether__preload_pool {
     char *key;
     tether_pool *pool;
     int max;
@@ -241,28 +256,30 @@ typedef struct tp_pool {
     int64_t checked_ms; /* when (0: never) */
     int may_login;
     char *settings; /* what ALTER DATABASE/ROLE ... SET gave then */
-    struct tp_pool *next;
-} tp_pool;
+    struct tether__preload_pool *next;
+} tether__preload_pool;
 
-/* tp_pools_reserve returns the pool for c (made on first use) with one of
- * its connections reserved for this connect, or NULL: *full when the
+/* tether__preload_pools_reserve returns the pool for c (made on first use) with
+ * one of its connections reserved for this connect, or NULL: *full when the
  * program holds them all, else no pool could be made. */
-tp_pool *tp_pools_reserve(const tp_conn *c, int *full);
-/* tp_pools_unreserve gives the reservation back (after the connection's
- * release or discard, or a failed acquire). */
-void tp_pools_unreserve(tp_pool *p);
-void tp_pools_lock(void);
-void tp_pools_unlock(void);
-void tp_pools_fork_child(void);
+tether__preload_pool *
+tether__preload_pools_reserve(const tether__preload_conn *c, int *full);
+/* tether__preload_pools_unreserve gives the reservation back (after the
+ * connection's release or discard, or a failed acquire). */
+void tether__preload_pools_unreserve(tether__preload_pool *p);
+void tether__preload_pools_lock(void);
+void tether__preload_pools_unlock(void);
+void tether__preload_pools_fork_child(void);
 
 /* ---- pool.c ------------------------------------------------------------ */
 
-/* tp_pool_connect returns a pooled PGconn for a prepared string, or NULL
- * (the caller passes through to libpq). */
-PGconn *tp_pool_connect(const tp_conn *c);
+/* tether__preload_pool_connect returns a pooled PGconn for a prepared string,
+ * or NULL (the caller passes through to libpq). */
+PGconn *tether__preload_pool_connect(const tether__preload_conn *c);
 
-/* tp_pool_finish gives pg back when the pool made it and returns 1, or
- * returns 0 when pg is not the pool's (the caller calls libpq's PQfinish). */
-int tp_pool_finish(PGconn *pg);
+/* tether__preload_pool_finish gives pg back when the pool made it and returns
+ * 1, or returns 0 when pg is not the pool's (the caller calls libpq's
+ * PQfinish). */
+int tether__preload_pool_finish(PGconn *pg);
 
 #endif

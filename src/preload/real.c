@@ -9,8 +9,8 @@
 #include <pthread.h>
 #include <stdio.h>
 
-tp_real_fns tp_real;
-_Thread_local int tp_passing;
+tether__preload_real_fns tether__preload_real;
+_Thread_local int tether__preload_passing;
 
 static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
 static int resolve_rc;
@@ -27,57 +27,61 @@ static void *sym(const char *name) {
 
 static void resolve(void) {
     /* Function pointers from dlsym: POSIX guarantees the conversion. */
-    *(void **)&tp_real.connectdb = sym("PQconnectdb");
-    *(void **)&tp_real.connectdb_params = sym("PQconnectdbParams");
-    *(void **)&tp_real.setdb_login = sym("PQsetdbLogin");
-    *(void **)&tp_real.connect_start = sym("PQconnectStart");
-    *(void **)&tp_real.connect_start_params = sym("PQconnectStartParams");
-    *(void **)&tp_real.connect_poll = sym("PQconnectPoll");
-    *(void **)&tp_real.finish = sym("PQfinish");
-    *(void **)&tp_real.reset = sym("PQreset");
-    *(void **)&tp_real.reset_start = sym("PQresetStart");
-    *(void **)&tp_real.reset_poll = sym("PQresetPoll");
-    *(void **)&tp_real.ping = sym("PQping");
-    *(void **)&tp_real.ping_params = sym("PQpingParams");
-    *(void **)&tp_real.conninfo = sym("PQconninfo");
-    *(void **)&tp_real.register_event = sym("PQregisterEventProc");
-    *(void **)&tp_real.exec = sym("PQexec");
-    *(void **)&tp_real.send_query = sym("PQsendQuery");
-    *(void **)&tp_real.exec_params = sym("PQexecParams");
-    *(void **)&tp_real.send_query_params = sym("PQsendQueryParams");
-    *(void **)&tp_real.prepare = sym("PQprepare");
-    *(void **)&tp_real.send_prepare = sym("PQsendPrepare");
+    *(void **)&tether__preload_real.connectdb = sym("PQconnectdb");
+    *(void **)&tether__preload_real.connectdb_params = sym("PQconnectdbParams");
+    *(void **)&tether__preload_real.setdb_login = sym("PQsetdbLogin");
+    *(void **)&tether__preload_real.connect_start = sym("PQconnectStart");
+    *(void **)&tether__preload_real.connect_start_params =
+        sym("PQconnectStartParams");
+    *(void **)&tether__preload_real.connect_poll = sym("PQconnectPoll");
+    *(void **)&tether__preload_real.finish = sym("PQfinish");
+    *(void **)&tether__preload_real.reset = sym("PQreset");
+    *(void **)&tether__preload_real.reset_start = sym("PQresetStart");
+    *(void **)&tether__preload_real.reset_poll = sym("PQresetPoll");
+    *(void **)&tether__preload_real.ping = sym("PQping");
+    *(void **)&tether__preload_real.ping_params = sym("PQpingParams");
+    *(void **)&tether__preload_real.conninfo = sym("PQconninfo");
+    *(void **)&tether__preload_real.register_event = sym("PQregisterEventProc");
+    *(void **)&tether__preload_real.exec = sym("PQexec");
+    *(void **)&tether__preload_real.send_query = sym("PQsendQuery");
+    *(void **)&tether__preload_real.exec_params = sym("PQexecParams");
+    *(void **)&tether__preload_real.send_query_params =
+        sym("PQsendQueryParams");
+    *(void **)&tether__preload_real.prepare = sym("PQprepare");
+    *(void **)&tether__preload_real.send_prepare = sym("PQsendPrepare");
 }
 
-int tp_real_resolve(void) {
+int tether__preload_real_resolve(void) {
     pthread_once(&resolve_once, resolve);
     return resolve_rc;
 }
 
-PGconn *tp_real_PQconnectStartParams(const char *const *keys,
-                                     const char *const *vals, int expand) {
-    if (tp_real_resolve())
+PGconn *tether__preload_real_PQconnectStartParams(const char *const *keys,
+                                                  const char *const *vals,
+                                                  int expand) {
+    if (tether__preload_real_resolve())
         return NULL;
-    tp_passing++;
-    PGconn *pg = tp_real.connect_start_params(keys, vals, expand);
-    tp_passing--;
+    tether__preload_passing++;
+    PGconn *pg = tether__preload_real.connect_start_params(keys, vals, expand);
+    tether__preload_passing--;
     return pg;
 }
 
-PostgresPollingStatusType tp_real_PQconnectPoll(PGconn *pg) {
-    if (tp_real_resolve())
+PostgresPollingStatusType tether__preload_real_PQconnectPoll(PGconn *pg) {
+    if (tether__preload_real_resolve())
         return PGRES_POLLING_FAILED;
-    tp_passing++;
-    PostgresPollingStatusType st = tp_real.connect_poll(pg);
-    tp_passing--;
+    tether__preload_passing++;
+    PostgresPollingStatusType st = tether__preload_real.connect_poll(pg);
+    tether__preload_passing--;
     return st;
 }
 
-void tp_real_PQfinish(PGconn *pg) {
-    if (tp_real_resolve())
+void tether__preload_real_PQfinish(PGconn *pg) {
+    if (tether__preload_real_resolve())
         return;
-    tp_table_forget(pg); /* its address may be reused by libpq from now */
-    tp_passing++;
-    tp_real.finish(pg);
-    tp_passing--;
+    tether__preload_table_forget(
+        pg); /* its address may be reused by libpq from now */
+    tether__preload_passing++;
+    tether__preload_real.finish(pg);
+    tether__preload_passing--;
 }

@@ -4,7 +4,7 @@
  * interposed ones and the pool. */
 #ifndef TETHER_PRELOAD_REDIRECT_H
 #define TETHER_PRELOAD_REDIRECT_H
-#define PQconnectStartParams tp_real_PQconnectStartParams
-#define PQconnectPoll tp_real_PQconnectPoll
-#define PQfinish tp_real_PQfinish
+#define PQconnectStartParams tether__preload_real_PQconnectStartParams
+#define PQconnectPoll tether__preload_real_PQconnectPoll
+#define PQfinish tether__preload_real_PQfinish
 #endif

@@ -48,7 +48,7 @@ static int dotted_set(const char *s) {
     return e != s && *skip_space(e) == '.';
 }
 
-int tp_sql_sets_custom(const char *sql) {
+int tether__preload_sql_sets_custom(const char *sql) {
     if (!sql)
         return 0;
     for (const char *p = sql; *p; p++) {

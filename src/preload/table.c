@@ -18,15 +18,15 @@
 #define NBUCKETS 1024
 
 typedef struct node {
-    tp_slot slot;
+    tether__preload_slot slot;
     struct node *next;
 } node;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static node *buckets[NBUCKETS];
-static int nidle; /* slots in TP_IDLE */
+static int nidle; /* slots in TETHER__PRELOAD_IDLE */
 
-int64_t tp_now_ms(void) {
+int64_t tether__preload_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
@@ -47,9 +47,11 @@ static node **find(const PGconn *pg) {
     return pp;
 }
 
-int64_t tp_table_lease(PGconn *pg, tether_lease *lease, PQnoticeReceiver rx,
-                       struct tp_pool *pool, char *asked) {
-    int64_t now = tp_now_ms(), born = now;
+int64_t tether__preload_table_lease(PGconn *pg, tether_lease *lease,
+                                    PQnoticeReceiver rx,
+                                    struct tether__preload_pool *pool,
+                                    char *asked) {
+    int64_t now = tether__preload_now_ms(), born = now;
     pthread_mutex_lock(&lock);
     node **pp = find(pg);
     node *n = *pp;
@@ -57,36 +59,37 @@ int64_t tp_table_lease(PGconn *pg, tether_lease *lease, PQnoticeReceiver rx,
     if (n) {
         born = n->slot.born_ms;
         settings = n->slot.settings;
-        nidle -= n->slot.state == TP_IDLE;
+        nidle -= n->slot.state == TETHER__PRELOAD_IDLE;
         free(n->slot.asked);
     } else if ((n = calloc(1, sizeof(*n))) != NULL) {
         n->next = *bucket(pg);
         *bucket(pg) = n;
     }
     if (n) /* out of memory: untracked, PQfinish then closes it for real */
-        n->slot = (tp_slot){pg,        lease, pool, asked, settings,
-                            TP_LEASED, NULL,  rx,   born,  0};
+        n->slot = (tether__preload_slot){
+            pg,   lease, pool, asked, settings, TETHER__PRELOAD_LEASED,
+            NULL, rx,    born, 0};
     else
         free(asked);
     pthread_mutex_unlock(&lock);
     return born;
 }
 
-int tp_table_finish(PGconn *pg, tp_slot *out) {
-    int cap = tp_config_get()->idle_max;
+int tether__preload_table_finish(PGconn *pg, tether__preload_slot *out) {
+    int cap = tether__preload_config_get()->idle_max;
     pthread_mutex_lock(&lock);
     node **pp = find(pg);
     node *n = *pp;
-    int st = n ? n->slot.state : TP_NONE;
-    if (st == TP_LEASED) {
+    int st = n ? n->slot.state : TETHER__PRELOAD_NONE;
+    if (st == TETHER__PRELOAD_LEASED) {
         *out = n->slot;
         out->too_many_idle = nidle >= cap;
-        n->slot.state = TP_IDLE;
+        n->slot.state = TETHER__PRELOAD_IDLE;
         n->slot.lease = NULL;
         n->slot.pool = NULL;
         n->slot.asked = NULL;
         nidle++;
-    } else if (st == TP_INHERITED) {
+    } else if (st == TETHER__PRELOAD_INHERITED) {
         *pp = n->next;
         free(n->slot.asked);
         free(n->slot.settings);
@@ -96,7 +99,7 @@ int tp_table_finish(PGconn *pg, tp_slot *out) {
     return st;
 }
 
-int tp_table_settings(PGconn *pg, const char *settings) {
+int tether__preload_table_settings(PGconn *pg, const char *settings) {
     pthread_mutex_lock(&lock);
     node *n = *find(pg);
     int rc = 0;
@@ -108,10 +111,10 @@ int tp_table_settings(PGconn *pg, const char *settings) {
     return rc;
 }
 
-PQconninfoOption *tp_table_asked(PGconn *pg) {
+PQconninfoOption *tether__preload_table_asked(PGconn *pg) {
     pthread_mutex_lock(&lock);
     node *n = *find(pg);
-    char *asked = n && n->slot.state == TP_LEASED && n->slot.asked
+    char *asked = n && n->slot.state == TETHER__PRELOAD_LEASED && n->slot.asked
                       ? strdup(n->slot.asked)
                       : NULL;
     pthread_mutex_unlock(&lock);
@@ -122,30 +125,30 @@ PQconninfoOption *tp_table_asked(PGconn *pg) {
     return o;
 }
 
-int tp_table_state(PGconn *pg) {
+int tether__preload_table_state(PGconn *pg) {
     pthread_mutex_lock(&lock);
     node *n = *find(pg);
-    int st = n ? n->slot.state : TP_NONE;
+    int st = n ? n->slot.state : TETHER__PRELOAD_NONE;
     pthread_mutex_unlock(&lock);
     return st;
 }
 
-int tp_table_taint(PGconn *pg, const char *why) {
+int tether__preload_table_taint(PGconn *pg, const char *why) {
     pthread_mutex_lock(&lock);
     node *n = *find(pg);
-    int leased = n && n->slot.state == TP_LEASED;
+    int leased = n && n->slot.state == TETHER__PRELOAD_LEASED;
     if (leased)
         n->slot.tainted = why;
     pthread_mutex_unlock(&lock);
     return leased;
 }
 
-void tp_table_forget(PGconn *pg) {
+void tether__preload_table_forget(PGconn *pg) {
     pthread_mutex_lock(&lock);
     node **pp = find(pg);
     node *n = *pp;
     if (n) {
-        nidle -= n->slot.state == TP_IDLE;
+        nidle -= n->slot.state == TETHER__PRELOAD_IDLE;
         *pp = n->next;
         free(n->slot.asked);
         free(n->slot.settings);
@@ -154,21 +157,21 @@ void tp_table_forget(PGconn *pg) {
     pthread_mutex_unlock(&lock);
 }
 
-void tp_table_lock(void) {
+void tether__preload_table_lock(void) {
     pthread_mutex_lock(&lock);
 }
 
-void tp_table_unlock(void) {
+void tether__preload_table_unlock(void) {
     pthread_mutex_unlock(&lock);
 }
 
-void tp_table_fork_child(void) {
+void tether__preload_table_fork_child(void) {
     for (size_t i = 0; i < NBUCKETS; i++) {
         node **pp = &buckets[i];
         while (*pp) {
             node *n = *pp;
-            if (n->slot.state == TP_LEASED) {
-                n->slot.state = TP_INHERITED;
+            if (n->slot.state == TETHER__PRELOAD_LEASED) {
+                n->slot.state = TETHER__PRELOAD_INHERITED;
                 n->slot.lease = NULL;
                 n->slot.pool = NULL;
                 pp = &n->next;

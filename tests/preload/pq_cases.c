@@ -214,26 +214,26 @@ static void timed(const char *label, const char *adm, const char *sql) {
 }
 
 static int cmd_dropdb(const char *ci, const char *adm) {
-    admin(adm, "DROP DATABASE IF EXISTS tp_gone");
-    admin(adm, "DROP DATABASE IF EXISTS tp_tmpl");
-    admin(adm, "DROP DATABASE IF EXISTS tp_copy");
-    admin(adm, "DROP DATABASE IF EXISTS tp_forced");
-    admin(adm, "CREATE DATABASE tp_gone");
-    admin(adm, "CREATE DATABASE tp_tmpl");
-    admin(adm, "CREATE DATABASE tp_forced");
-    visit(ci, "tp_gone");
-    visit(ci, "tp_tmpl");
-    visit(ci, "tp_forced");
+    admin(adm, "DROP DATABASE IF EXISTS tether__preload_gone");
+    admin(adm, "DROP DATABASE IF EXISTS tether__preload_tmpl");
+    admin(adm, "DROP DATABASE IF EXISTS tether__preload_copy");
+    admin(adm, "DROP DATABASE IF EXISTS tether__preload_forced");
+    admin(adm, "CREATE DATABASE tether__preload_gone");
+    admin(adm, "CREATE DATABASE tether__preload_tmpl");
+    admin(adm, "CREATE DATABASE tether__preload_forced");
+    visit(ci, "tether__preload_gone");
+    visit(ci, "tether__preload_tmpl");
+    visit(ci, "tether__preload_forced");
     printf("result: dropdb");
-    timed("drop", adm, "DROP DATABASE tp_gone");
-    timed("template", adm, "CREATE DATABASE tp_copy TEMPLATE tp_tmpl");
-    timed("forced", adm, "DROP DATABASE tp_forced WITH (FORCE)");
+    timed("drop", adm, "DROP DATABASE tether__preload_gone");
+    timed("template", adm, "CREATE DATABASE tether__preload_copy TEMPLATE tether__preload_tmpl");
+    timed("forced", adm, "DROP DATABASE tether__preload_forced WITH (FORCE)");
     /* the server ended pooled backends: the next connects still work */
     visit(ci, "postgres");
     visit(ci, "postgres");
     printf(" after=ok\n");
-    admin(adm, "DROP DATABASE IF EXISTS tp_copy");
-    admin(adm, "DROP DATABASE IF EXISTS tp_tmpl");
+    admin(adm, "DROP DATABASE IF EXISTS tether__preload_copy");
+    admin(adm, "DROP DATABASE IF EXISTS tether__preload_tmpl");
     return 0;
 }
 
@@ -258,7 +258,7 @@ static int cmd_apps(const char *ci, int n) {
     char extra[64], v[32];
     int failed = 0;
     for (int i = 0; i < n; i++) {
-        snprintf(extra, sizeof(extra), "application_name=tp_app_%d", i);
+        snprintf(extra, sizeof(extra), "application_name=tether__preload_app_%d", i);
         PGconn *pg = connect_with(ci, extra);
         if (PQstatus(pg) != CONNECTION_OK) {
             fprintf(stderr, "pq_cases: apps %d: %s", i, PQerrorMessage(pg));

@@ -289,19 +289,19 @@ static int cmd_fork(void) {
 static void dirty(PGconn *pg) {
     must(pg, "SET work_mem = '1234kB'");
     must(pg, "SET application_name = 'left_behind'"); /* reported by libpq */
-    must(pg, "CREATE TEMP TABLE tp_tmp (x int)");
-    must(pg, "PREPARE tp_stmt AS SELECT 1");
-    must(pg, "LISTEN tp_chan");
-    must(pg, "NOTIFY tp_chan, 'left behind'");
+    must(pg, "CREATE TEMP TABLE tether__preload_tmp (x int)");
+    must(pg, "PREPARE tether__preload_stmt AS SELECT 1");
+    must(pg, "LISTEN tether__preload_chan");
+    must(pg, "NOTIFY tether__preload_chan, 'left behind'");
     must(pg, "SELECT 1");
     must(pg, "BEGIN");
-    must(pg, "INSERT INTO tp_tmp VALUES (1)");
+    must(pg, "INSERT INTO tether__preload_tmp VALUES (1)");
 }
 
 static int clean(PGconn *pg, const char *label) {
     char wm[32], tmp[32], prep[32], lis[32];
     int bad = one_value(pg, "SHOW work_mem", wm, sizeof(wm)) ||
-              one_value(pg, "SELECT to_regclass('pg_temp.tp_tmp')", tmp,
+              one_value(pg, "SELECT to_regclass('pg_temp.tether__preload_tmp')", tmp,
                         sizeof(tmp)) ||
               one_value(pg, "SELECT count(*) FROM pg_prepared_statements", prep,
                         sizeof(prep)) ||

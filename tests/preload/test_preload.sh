@@ -163,8 +163,8 @@ grep -q "bad value for TETHER_PRELOAD_POOL_MAX: 'lots'" "$work/bad.env" &&
 # know").
 admin="host=$PGC_SOCK port=$PRIMARY_PORT user=$PGC_SUPERUSER dbname=postgres"
 spsql() { "$PGC_BIN/psql" "$admin" -X -q -v ON_ERROR_STOP=1 -c "$1" >/dev/null; }
-spsql "CREATE ROLE tp_bob LOGIN PASSWORD 'tp-bob-pw'"
-spsql "CREATE ROLE tp_carol LOGIN PASSWORD 'tp-carol-pw'"
+spsql "CREATE ROLE tether__preload_bob LOGIN PASSWORD 'tp-bob-pw'"
+spsql "CREATE ROLE tether__preload_carol LOGIN PASSWORD 'tp-carol-pw'"
 both() { # NAME ENV... -- ARGS...: pq_cases plain and under the preload
   local name=$1 envs=()
   shift
@@ -176,14 +176,14 @@ both() { # NAME ENV... -- ARGS...: pq_cases plain and under the preload
 }
 noauth="host=$PGC_HOST port=$PRIMARY_PORT dbname=$PGC_DB"
 # Credentials from the environment are part of what selects a pool.
-both envcred PGUSER="$PGC_USER" PGPASSWORD="$PGC_PASSWORD" -- envcred "$noauth" tp_bob tp-bob-pw
-grep -q 'second=tp_bob wrong_password=refused options=s2' "$work/envcred.preload" &&
+both envcred PGUSER="$PGC_USER" PGPASSWORD="$PGC_PASSWORD" -- envcred "$noauth" tether__preload_bob tp-bob-pw
+grep -q 'second=tether__preload_bob wrong_password=refused options=s2' "$work/envcred.preload" &&
   check "envcred: PGUSER, PGPASSWORD and PGOPTIONS changed between connects are used" ||
   fail "envcred: $(results envcred.preload)"
 # Revoked access: NOLOGIN and a new password refuse the next connect after
 # TETHER_PRELOAD_MAX_AGE.
-both revoke TETHER_PRELOAD_MAX_AGE=1s -- revoke "$noauth" "$admin" tp_carol tp-carol-pw 1.3
-grep -q 'nologin=refused login_again=tp_carol old_password=refused new_password=tp_carol' "$work/revoke.preload" &&
+both revoke TETHER_PRELOAD_MAX_AGE=1s -- revoke "$noauth" "$admin" tether__preload_carol tp-carol-pw 1.3
+grep -q 'nologin=refused login_again=tether__preload_carol old_password=refused new_password=tether__preload_carol' "$work/revoke.preload" &&
   check "revoke: NOLOGIN and a changed password refused after the bound" ||
   fail "revoke: $(results revoke.preload)"
 # ALTER DATABASE / ROLE ... SET reach the next connect after the bound.
@@ -195,8 +195,8 @@ grep -q 'database_set=11MB again=11MB role_set=13MB' "$work/settings.preload" &&
 both settings_now -- settings "$ci" "$admin" "$PGC_DB" 0.3
 grep -q 'database_set=11MB again=11MB role_set=13MB' "$work/settings_now.preload" &&
   check "settings: seen by the connects after 0.3 s" || fail "settings at once: $(results settings_now.preload)"
-both nologin_now -- revoke "$noauth" "$admin" tp_carol tp-carol-pw -0.3
-grep -q 'nologin=refused login_again=tp_carol' "$work/nologin_now.preload" &&
+both nologin_now -- revoke "$noauth" "$admin" tether__preload_carol tp-carol-pw -0.3
+grep -q 'nologin=refused login_again=tether__preload_carol' "$work/nologin_now.preload" &&
   check "revoke: NOLOGIN refused by the connects after 0.3 s" || fail "NOLOGIN at once: $(results nologin_now.preload)"
 equals "revoke: pooled again once the role may log in again" \
   "$(measure nologin_now.preload reused_after_login)" 1
@@ -264,7 +264,7 @@ grep -q 'pooled connection' "$work/psql.log" && check "psql's connections came f
 # psql \setenv between two users' connects (credentials from the environment)
 cat >"$work/setenv.sql" <<SQL
 SELECT current_user;
-\\setenv PGUSER tp_bob
+\\setenv PGUSER tether__preload_bob
 \\setenv PGPASSWORD tp-bob-pw
 \\c -reuse-previous=off "$noauth"
 SELECT current_user;

@@ -30,8 +30,8 @@ check() { echo "check: $*"; }
 export PGHOST=$PGC_HOST PGPORT=$PRIMARY_PORT PGUSER=$PGC_USER PGPASSWORD=$PGC_PASSWORD PGDATABASE=$PGC_DB
 admin="host=$PGC_SOCK port=$PRIMARY_PORT user=$PGC_SUPERUSER dbname=postgres"
 "$PGC_BIN/psql" "$admin" -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
-CREATE ROLE tp_other LOGIN PASSWORD 'tp-other-pw';
-GRANT CREATE ON DATABASE $PGC_DB TO tp_other;
+CREATE ROLE tether__preload_other LOGIN PASSWORD 'tp-other-pw';
+GRANT CREATE ON DATABASE $PGC_DB TO tether__preload_other;
 SQL
 
 # timed NAME CMD...: CMD's output (stdout and stderr) in $work/NAME, its
@@ -117,19 +117,19 @@ cat >"$work/two_users.sql" <<SQL
 SELECT current_user, current_database();
 CREATE TEMP TABLE t AS SELECT 1 AS x;
 SET work_mem = '2345kB';
-\\c - tp_other
+\\c - tether__preload_other
 SELECT current_user, to_regclass('pg_temp.t') IS NULL AS no_temp, current_setting('work_mem');
 \\c - $PGC_USER
 SELECT current_user, current_setting('work_mem');
 \\setenv PGPASSWORD tp-other-pw
-\\c -reuse-previous=off "host=$PGC_HOST port=$PRIMARY_PORT dbname=$PGC_DB user=tp_other"
+\\c -reuse-previous=off "host=$PGC_HOST port=$PRIMARY_PORT dbname=$PGC_DB user=tether__preload_other"
 SELECT current_user;
 \\setenv PGPASSWORD $PGC_PASSWORD
 \\c -reuse-previous=off "host=$PGC_HOST port=$PRIMARY_PORT dbname=$PGC_DB user=$PGC_USER"
 SELECT current_user;
 SQL
 {
-  printf '%s:%s:*:tp_other:tp-other-pw\n' "$PGC_HOST" "$PRIMARY_PORT"
+  printf '%s:%s:*:tether__preload_other:tp-other-pw\n' "$PGC_HOST" "$PRIMARY_PORT"
   printf '%s:%s:*:%s:%s\n' "$PGC_HOST" "$PRIMARY_PORT" "$PGC_USER" "$PGC_PASSWORD"
 } >"$work/pgpass"
 chmod 600 "$work/pgpass"
@@ -142,7 +142,7 @@ SH
 chmod +x "$work/psql_two.sh"
 cat_filter() { cat; }
 compare psql_two_users 7 cat_filter "$work/psql_two.sh"
-grep -q '^tp_other|t|4MB$' "$work/psql_two_users.preload.1" &&
+grep -q '^tether__preload_other|t|4MB$' "$work/psql_two_users.preload.1" &&
   check "psql: the second user sees none of the first one's session" ||
   fail "psql: $(head -8 "$work/psql_two_users.preload.1" | tr '\n' ' ')"
 fi

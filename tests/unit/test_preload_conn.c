@@ -28,64 +28,67 @@ static void test_params(void **state) {
     const char *k[] = {"host", "port", "application_name", "user", "password",
                        "host", NULL};
     const char *v[] = {"h1", "5432", "", "bob", "it's\\" PW, "h2", NULL};
-    char *s = tp_conn_from_params(k, v, 0);
+    char *s = tether__preload_conn_from_params(k, v, 0);
     assert_non_null(s);
     assert_string_equal(s, "host='h1' port='5432' user='bob' "
                            "password='it\\'s\\\\" PW "' host='h2'");
     free(s);
-    tp_conn c;
-    s = tp_conn_from_params(k, v, 0);
+    tether__preload_conn c;
+    s = tether__preload_conn_from_params(k, v, 0);
     v[1] = NULL; /* the string is a copy */
     k[3] = "dbname";
     v[3] = "app";
-    char *s2 = tp_conn_from_params(k, v, 0);
-    assert_int_equal(tp_conn_prepare(s2, &c), 0);
+    char *s2 = tether__preload_conn_from_params(k, v, 0);
+    assert_int_equal(tether__preload_conn_prepare(s2, &c), 0);
     free(s);
     free(s2);
     assert_non_null(strstr(c.pooled, "host='h2'")); /* the later one won */
     assert_null(strstr(c.pooled, "'h1'"));
-    tp_conn_free(&c);
+    tether__preload_conn_free(&c);
 }
 
 static void test_params_expand(void **state) {
     (void)state;
     const char *k[] = {"port", "dbname", "user", NULL};
     const char *v[] = {"1", "host=a port=2 dbname=app", "u", NULL};
-    char *s = tp_conn_from_params(k, v, 1);
+    char *s = tether__preload_conn_from_params(k, v, 1);
     assert_string_equal(s, "port='1' host=a port=2 dbname=app user='u'");
     free(s);
-    s = tp_conn_from_params(k, v, 0); /* not expanded: a plain value */
+    s = tether__preload_conn_from_params(k, v,
+                                         0); /* not expanded: a plain value */
     assert_string_equal(s, "port='1' dbname='host=a port=2 dbname=app' "
                            "user='u'");
     free(s);
     const char *vu[] = {"1", "postgresql://a/app", "u", NULL};
-    assert_null(tp_conn_from_params(k, vu, 1));
-    s = tp_conn_from_params(k, vu, 0);
+    assert_null(tether__preload_conn_from_params(k, vu, 1));
+    s = tether__preload_conn_from_params(k, vu, 0);
     assert_non_null(s);
     free(s);
 }
 
 static void test_setdb(void **state) {
     (void)state;
-    char *s = tp_conn_from_setdb("h", NULL, "", "dbname=app port=9", "u", PW);
+    char *s = tether__preload_conn_from_setdb("h", NULL, "",
+                                              "dbname=app port=9", "u", PW);
     assert_string_equal(s, "dbname=app port=9 host='h' user='u' "
                            "password='" PW "'");
     free(s);
-    s = tp_conn_from_setdb(NULL, "7", NULL, "app", NULL, NULL);
+    s = tether__preload_conn_from_setdb(NULL, "7", NULL, "app", NULL, NULL);
     assert_string_equal(s, "dbname='app' port='7'");
     free(s);
-    assert_null(
-        tp_conn_from_setdb(NULL, NULL, NULL, "postgres://h/app", NULL, NULL));
-    s = tp_conn_from_setdb(NULL, NULL, NULL, NULL, NULL, NULL);
+    assert_null(tether__preload_conn_from_setdb(
+        NULL, NULL, NULL, "postgres://h/app", NULL, NULL));
+    s = tether__preload_conn_from_setdb(NULL, NULL, NULL, NULL, NULL, NULL);
     assert_string_equal(s, "");
     free(s);
 }
 
 static void test_prepare_defaults(void **state) {
     (void)state;
-    tp_conn c;
-    assert_int_equal(
-        tp_conn_prepare("host=h dbname=app user=u password=" PW, &c), 0);
+    tether__preload_conn c;
+    assert_int_equal(tether__preload_conn_prepare(
+                         "host=h dbname=app user=u password=" PW, &c),
+                     0);
     assert_non_null(c.pooled);
     assert_non_null(strstr(c.pooled, "tether_pool_max='7'")); /* env */
     assert_non_null(strstr(c.pooled, "tether_idle_timeout='1s'"));
@@ -95,16 +98,17 @@ static void test_prepare_defaults(void **state) {
     assert_null(strstr(c.display, PW));
     assert_non_null(strstr(c.display, "password='***'"));
     assert_null(c.libpq); /* no tether keywords to take out */
-    tp_conn_free(&c);
+    tether__preload_conn_free(&c);
 }
 
 static void test_prepare_own_keywords(void **state) {
     (void)state;
-    tp_conn c;
-    assert_int_equal(tp_conn_prepare("postgresql://u@h/app?tether_pool_max=3"
+    tether__preload_conn c;
+    assert_int_equal(
+        tether__preload_conn_prepare("postgresql://u@h/app?tether_pool_max=3"
                                      "&tether_reset_query=none&sslmode=disable",
                                      &c),
-                     0);
+        0);
     assert_non_null(c.pooled);
     assert_non_null(strstr(c.pooled, "tether_pool_max='3'"));
     assert_null(strstr(c.pooled, "tether_pool_max='7'"));
@@ -112,36 +116,39 @@ static void test_prepare_own_keywords(void **state) {
     assert_non_null(c.libpq); /* for a pass-through: libpq's keys only */
     assert_null(strstr(c.libpq, "tether_"));
     assert_non_null(strstr(c.libpq, "sslmode='disable'"));
-    tp_conn_free(&c);
+    tether__preload_conn_free(&c);
 }
 
 static void test_not_pooled(void **state) {
     (void)state;
-    tp_conn c;
-    assert_int_equal(tp_conn_prepare("dbname=app replication=database", &c), 0);
+    tether__preload_conn c;
+    assert_int_equal(
+        tether__preload_conn_prepare("dbname=app replication=database", &c), 0);
     assert_null(c.pooled);
-    tp_conn_free(&c);
-    assert_int_equal(tp_conn_prepare("dbname=app replication=false", &c), 0);
+    tether__preload_conn_free(&c);
+    assert_int_equal(
+        tether__preload_conn_prepare("dbname=app replication=false", &c), 0);
     assert_non_null(c.pooled);
-    tp_conn_free(&c);
-    assert_int_equal(tp_conn_prepare("dbname=nomatch", &c), 0);
+    tether__preload_conn_free(&c);
+    assert_int_equal(tether__preload_conn_prepare("dbname=nomatch", &c), 0);
     assert_null(c.pooled); /* TETHER_PRELOAD_MATCH */
     assert_non_null(c.display);
-    tp_conn_free(&c);
-    assert_int_equal(tp_conn_prepare("dbname=other host=x", &c), 0);
+    tether__preload_conn_free(&c);
+    assert_int_equal(tether__preload_conn_prepare("dbname=other host=x", &c),
+                     0);
     assert_non_null(c.pooled); /* the second pattern */
-    tp_conn_free(&c);
-    assert_int_equal(tp_conn_prepare("dbname='app", &c), -1);
+    tether__preload_conn_free(&c);
+    assert_int_equal(tether__preload_conn_prepare("dbname='app", &c), -1);
     assert_null(c.pooled);
 }
 
 /* key_of: the key of conninfo under the current environment (malloc'd). */
 static char *key_of(const char *conninfo) {
-    tp_conn c;
-    assert_int_equal(tp_conn_prepare(conninfo, &c), 0);
+    tether__preload_conn c;
+    assert_int_equal(tether__preload_conn_prepare(conninfo, &c), 0);
     assert_non_null(c.key);
     char *k = strdup(c.key);
-    tp_conn_free(&c);
+    tether__preload_conn_free(&c);
     return k;
 }
 
@@ -174,36 +181,39 @@ static void test_key_environment(void **state) {
 
 static void test_key_unknown(void **state) {
     (void)state;
-    tp_conn c;
+    tether__preload_conn c;
     setenv("PGSERVICE", "svc", 1); /* a service file: not read, not pooled */
-    assert_int_equal(tp_conn_prepare("host=h dbname=app", &c), 0);
+    assert_int_equal(tether__preload_conn_prepare("host=h dbname=app", &c), 0);
     assert_null(c.pooled);
-    tp_conn_free(&c);
+    tether__preload_conn_free(&c);
     unsetenv("PGSERVICE");
     setenv("PGTZ", "UTC", 1); /* sent outside the string */
-    assert_int_equal(tp_conn_prepare("host=h dbname=app", &c), 0);
+    assert_int_equal(tether__preload_conn_prepare("host=h dbname=app", &c), 0);
     assert_null(c.pooled);
-    tp_conn_free(&c);
+    tether__preload_conn_free(&c);
     unsetenv("PGTZ");
     setenv("PGPASSFILE", "/", 1); /* a password file that cannot be read */
-    assert_int_equal(tp_conn_prepare("host=h dbname=app", &c), 0);
+    assert_int_equal(tether__preload_conn_prepare("host=h dbname=app", &c), 0);
     assert_null(c.pooled);
-    tp_conn_free(&c);
+    tether__preload_conn_free(&c);
     unsetenv("PGPASSFILE");
 }
 
 static void test_scan_custom(void **state) {
     (void)state;
-    assert_true(tp_sql_sets_custom("SET myapp.tenant = 'a'"));
-    assert_true(tp_sql_sets_custom("select 1; set session \"My\".x to 1"));
-    assert_true(tp_sql_sets_custom("SET LOCAL a . b = 1"));
-    assert_true(tp_sql_sets_custom("SELECT pg_catalog.set_config('a.b', "
-                                   "'x', false)"));
-    assert_false(tp_sql_sets_custom("SET work_mem = '1MB'"));
-    assert_false(tp_sql_sets_custom("SET SESSION search_path = a"));
-    assert_false(tp_sql_sets_custom("SELECT offset_x.y FROM t"));
-    assert_false(tp_sql_sets_custom("UPDATE t SET x = 1"));
-    assert_false(tp_sql_sets_custom(NULL));
+    assert_true(tether__preload_sql_sets_custom("SET myapp.tenant = 'a'"));
+    assert_true(
+        tether__preload_sql_sets_custom("select 1; set session \"My\".x to 1"));
+    assert_true(tether__preload_sql_sets_custom("SET LOCAL a . b = 1"));
+    assert_true(
+        tether__preload_sql_sets_custom("SELECT pg_catalog.set_config('a.b', "
+                                        "'x', false)"));
+    assert_false(tether__preload_sql_sets_custom("SET work_mem = '1MB'"));
+    assert_false(
+        tether__preload_sql_sets_custom("SET SESSION search_path = a"));
+    assert_false(tether__preload_sql_sets_custom("SELECT offset_x.y FROM t"));
+    assert_false(tether__preload_sql_sets_custom("UPDATE t SET x = 1"));
+    assert_false(tether__preload_sql_sets_custom(NULL));
 }
 
 int main(void) {

@@ -20,44 +20,56 @@ static char conns[4]; /* distinct addresses */
 
 static void test_lease_and_finish(void **state) {
     (void)state;
-    tp_slot s;
-    assert_int_equal(tp_table_state(PG(0)), TP_NONE);
-    tp_table_lease(PG(0), LEASE(0), NULL, NULL, NULL);
-    assert_int_equal(tp_table_state(PG(0)), TP_LEASED);
-    assert_int_equal(tp_table_finish(PG(0), &s), TP_LEASED);
+    tether__preload_slot s;
+    assert_int_equal(tether__preload_table_state(PG(0)), TETHER__PRELOAD_NONE);
+    tether__preload_table_lease(PG(0), LEASE(0), NULL, NULL, NULL);
+    assert_int_equal(tether__preload_table_state(PG(0)),
+                     TETHER__PRELOAD_LEASED);
+    assert_int_equal(tether__preload_table_finish(PG(0), &s),
+                     TETHER__PRELOAD_LEASED);
     assert_ptr_equal(s.lease, LEASE(0));
     assert_null(s.tainted);
-    assert_int_equal(tp_table_finish(PG(0), &s), TP_IDLE); /* twice */
-    tp_table_lease(PG(0), LEASE(1), NULL, NULL, NULL);     /* taken again */
-    assert_int_equal(tp_table_finish(PG(0), &s), TP_LEASED);
+    assert_int_equal(tether__preload_table_finish(PG(0), &s),
+                     TETHER__PRELOAD_IDLE); /* twice */
+    tether__preload_table_lease(PG(0), LEASE(1), NULL, NULL,
+                                NULL); /* taken again */
+    assert_int_equal(tether__preload_table_finish(PG(0), &s),
+                     TETHER__PRELOAD_LEASED);
     assert_ptr_equal(s.lease, LEASE(1));
-    tp_table_forget(PG(0)); /* the driver closed it */
-    assert_int_equal(tp_table_finish(PG(0), &s), TP_NONE);
+    tether__preload_table_forget(PG(0)); /* the driver closed it */
+    assert_int_equal(tether__preload_table_finish(PG(0), &s),
+                     TETHER__PRELOAD_NONE);
 }
 
 static void test_taint(void **state) {
     (void)state;
-    tp_slot s;
-    assert_int_equal(tp_table_taint(PG(1), "test"), 0); /* not the pool's */
-    tp_table_lease(PG(1), LEASE(1), NULL, NULL, NULL);
-    assert_int_equal(tp_table_taint(PG(1), "test"), 1);
-    assert_int_equal(tp_table_finish(PG(1), &s), TP_LEASED);
+    tether__preload_slot s;
+    assert_int_equal(tether__preload_table_taint(PG(1), "test"),
+                     0); /* not the pool's */
+    tether__preload_table_lease(PG(1), LEASE(1), NULL, NULL, NULL);
+    assert_int_equal(tether__preload_table_taint(PG(1), "test"), 1);
+    assert_int_equal(tether__preload_table_finish(PG(1), &s),
+                     TETHER__PRELOAD_LEASED);
     assert_non_null(s.tainted);
-    tp_table_forget(PG(1));
+    tether__preload_table_forget(PG(1));
 }
 
 static void test_fork_child(void **state) {
     (void)state;
-    tp_slot s;
-    tp_table_lease(PG(2), LEASE(2), NULL, NULL, NULL); /* leased at the fork */
-    tp_table_lease(PG(3), LEASE(3), NULL, NULL, NULL);
-    tp_table_finish(PG(3), &s); /* idle in the pool at the fork */
-    tp_table_lock();            /* as pthread_atfork's prepare does */
-    tp_table_fork_child();
-    assert_int_equal(tp_table_state(PG(2)), TP_INHERITED);
-    assert_int_equal(tp_table_state(PG(3)), TP_NONE);
-    assert_int_equal(tp_table_finish(PG(2), &s), TP_INHERITED);
-    assert_int_equal(tp_table_state(PG(2)), TP_NONE); /* libpq's now */
+    tether__preload_slot s;
+    tether__preload_table_lease(PG(2), LEASE(2), NULL, NULL,
+                                NULL); /* leased at the fork */
+    tether__preload_table_lease(PG(3), LEASE(3), NULL, NULL, NULL);
+    tether__preload_table_finish(PG(3), &s); /* idle in the pool at the fork */
+    tether__preload_table_lock(); /* as pthread_atfork's prepare does */
+    tether__preload_table_fork_child();
+    assert_int_equal(tether__preload_table_state(PG(2)),
+                     TETHER__PRELOAD_INHERITED);
+    assert_int_equal(tether__preload_table_state(PG(3)), TETHER__PRELOAD_NONE);
+    assert_int_equal(tether__preload_table_finish(PG(2), &s),
+                     TETHER__PRELOAD_INHERITED);
+    assert_int_equal(tether__preload_table_state(PG(2)),
+                     TETHER__PRELOAD_NONE); /* libpq's now */
 }
 
 int main(void) {
