@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "../support/clock.h"
+
 #include "../support/needs_pq.h"
 
 #include <stdio.h>
@@ -21,8 +23,6 @@
 #include "connector.h"
 #include "tether.h"
 #include "tether_sim.h"
-
-#define MS 1000000LL
 
 /* ---- the fake driver ------------------------------------------------------
  */

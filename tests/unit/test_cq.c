@@ -21,39 +21,36 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../support/clock.h"
+#include "../support/sim_pool.h"
 #include "../support/thread_time.h"
 #include "pool_inspect.h"
 #include "tether.h"
 #include "tether_sim.h"
 
+/* A pool on the sim driver (../support/sim_pool.h, on the real clock) and
+ * a completion queue. */
 typedef struct fixture {
-    tether_sim *sim;
-    tether_pool *pool;
+    sim_pool sp;
+    tether_sim *sim;   /* sp's */
+    tether_pool *pool; /* sp's */
     tether_cq *cq;
 } fixture;
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void setup_opts(fixture *f, int max, int64_t latency_ms,
                        int max_waiters) {
     memset(f, 0, sizeof(*f));
     tether_sim_opts so;
-    tether_sim_opts_init(&so);
-    so.connect_latency_ms = latency_ms;
-    assert_int_equal(tether_sim_create(&f->sim, &so, NULL), 0);
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
-    po.driver = tether_driver_sim();
-    po.driver_ctx = f->sim;
+    sim_pool_opts(&f->sp, -1, &so, &po);
+    so.connect_latency_ms = latency_ms;
     po.max_size = max;
     po.barge_limit_us = 0; /* strict FIFO: the order is under test */
     if (max_waiters > 0)
         po.max_waiters = max_waiters;
-    assert_int_equal(tether_pool_create(&f->pool, &po, NULL), 0);
+    sim_pool_open(&f->sp, &so, &po);
+    f->sim = f->sp.sim;
+    f->pool = f->sp.pool;
     f->cq = tether_cq_create(NULL);
     assert_non_null(f->cq);
 }
@@ -64,8 +61,7 @@ static void setup(fixture *f, int max) {
 
 static void teardown(fixture *f) {
     tether_cq_destroy(f->cq);
-    tether_pool_destroy(f->pool);
-    tether_sim_destroy(f->sim);
+    sim_pool_close(&f->sp);
 }
 
 /* Whether the cq's descriptor turns readable within ms. */
@@ -563,7 +559,7 @@ static void test_destroy_pool_pending(void **state) {
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, release_later, l), 0);
     tether_pool_destroy(f.pool);
-    f.pool = NULL;
+    f.pool = f.sp.pool = NULL;
     pthread_join(t, NULL);
     for (int i = 0; i < 3; i++) {
         tether_completion c;

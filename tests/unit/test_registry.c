@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "../support/clock.h"
+
 #include "../support/needs_pq.h"
 // clang-format on
 
@@ -26,7 +28,6 @@
 #include "tether_sim.h"
 
 #define PW "S3cr3tPw"
-#define MS 1000000LL /* ns per ms */
 
 /* ------------------------------------------------------------------------ */
 /* Fixture: a sim, a virtual clock, a log capture                           */
