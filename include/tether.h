@@ -1246,8 +1246,10 @@ typedef struct tether_pool_metrics {
                                   txn_reserve_timeout_ms */
     uint64_t txn_lost;         /* reservations lost otherwise: the
                                   connection broke, clear or close */
-    uint64_t txn_rolled_back;  /* releases without a key that found a
-                                  transaction open (rolled back, warned) */
+    uint64_t txn_rolled_back;  /* releases whose reset rolled an open
+                                  transaction back (warned): without a
+                                  key, or keyed and not kept
+                                  (docs/metrics.md) */
 } tether_pool_metrics;
 
 /* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds

@@ -37,11 +37,13 @@ static int primary_port;
 
 #define WRITERS 16
 #define CHECKERS 2
-#define MAX_TXN 200000
+#define MAX_TXN 4000000
 
 static PGconn *outside(void) {
     char ci[1200];
-    snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d %s", primary_port, base);
+    snprintf(ci, sizeof(ci),
+             "host=127.0.0.1 port=%d %s application_name=aff_outside",
+             primary_port, base);
     PGconn *c = PQconnectdb(ci);
     if (PQstatus(c) != CONNECTION_OK)
         fail_msg("outside connection: %s", PQerrorMessage(c));
@@ -184,7 +186,8 @@ static void *killer_main(void *arg) {
         PGresult *r = PQexec(
             c, "SELECT count(pg_terminate_backend(pid)) FROM (SELECT pid FROM "
                "pg_stat_activity WHERE usename = current_user AND pid <> "
-               "pg_backend_pid() AND backend_type = 'client backend' ORDER BY "
+               "pg_backend_pid() AND backend_type = 'client backend' AND "
+               "application_name <> 'aff_outside' ORDER BY "
                "random() LIMIT 1) k");
         if (PQresultStatus(r) == PGRES_TUPLES_OK)
             R.kills += atoi(PQgetvalue(r, 0, 0));
