@@ -279,15 +279,20 @@ void tether__txn_rolled_back(tether_pool *p, tether__slot *s) {
     if (quiet)
         snprintf(more, sizeof(more), "; %llu more since the last warning",
                  (unsigned long long)quiet);
-    if (!known) /* from now on, checkouts record their site */
-        atomic_store(&p->leak_on, 1);
+    char site[256]; /* recorded by leak detection only: the fast path
+                       records nothing more for this (docs/pool.md) */
+    if (known)
+        snprintf(site, sizeof(site), "acquired at %s:%d", file, line);
+    else
+        snprintf(site, sizeof(site),
+                 "acquire site not recorded: set tether_leak_threshold to "
+                 "record it");
     tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_WARN,
                 "pool %s: a lease released with its transaction open was "
-                "rolled back (acquired at %s:%d%s); to keep a transaction "
-                "across acquires, acquire with a key (docs/pool.md, "
-                "\"Transactions across acquires\")%s",
-                p->name, known ? file : "?", known ? line : 0,
-                known ? "" : ", site not recorded: recorded from now on", more);
+                "rolled back (%s); to keep a transaction across acquires, "
+                "acquire with a key (docs/pool.md, \"Transactions across "
+                "acquires\")%s",
+                p->name, site, more);
 }
 
 /* ---- the bound, clear and close ------------------------------------------ */

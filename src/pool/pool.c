@@ -210,7 +210,7 @@ int tether__pool_new(tether_pool **out, const tether_pool_opts *o,
     p->validate_idle_ms = o->validate_idle_ms;
     p->probe_idle_ms = o->probe_idle_ms;
     p->leak_threshold_ms = o->leak_threshold_ms;
-    atomic_init(&p->leak_on, o->leak_threshold_ms > 0);
+    p->leak_on = o->leak_threshold_ms > 0;
     p->txn_timeout_ms = o->txn_reserve_timeout_ms > 0
                             ? o->txn_reserve_timeout_ms
                             : TETHER__TXN_RESERVE_MS;

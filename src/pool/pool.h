@@ -49,9 +49,7 @@ struct tether_pool {
     _Atomic uint32_t gen;
     _Atomic int closing;
     unsigned char real_clock;
-    _Atomic unsigned char leak_on; /* record acquire sites: o.leak_threshold_ms
-                                      > 0, or since a release without a key
-                                      found a transaction open (affinity.c) */
+    unsigned char leak_on; /* o.leak_threshold_ms > 0: record acquire sites */
 
     /* Read-mostly: configuration and handles. */
     _Alignas(64) int nslots;

@@ -99,7 +99,7 @@ checkout(tether_pool *p, tether__slot *s, const char *file, int line,
         s->checked_ms = now;
         validated = 1;
     }
-    if (atomic_load_explicit(&p->leak_on, memory_order_relaxed)) {
+    if (p->leak_on) {
         atomic_store_explicit(&s->file, file, memory_order_relaxed);
         atomic_store_explicit(&s->line, line, memory_order_relaxed);
         atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
@@ -249,7 +249,7 @@ give_back(tether_pool *p, tether__slot *s) {
         return;
     }
     s->released_ms = s->checked_ms = tether__pool_now(p);
-    if (atomic_load_explicit(&p->leak_on, memory_order_relaxed))
+    if (p->leak_on)
         atomic_store_explicit(&s->acquired_ms, NOT_HELD, memory_order_relaxed);
     note_last_used(p, s);
     tether__pool_put_idle(p, s);
