@@ -234,7 +234,8 @@ TETHER__HOT static close_reason release_verdict(tether_pool *p,
         /* TETHER_ROLLED_BACK: a transaction left open (affinity.c) */
         tether__txn_rolled_back(p, s);
     }
-    if (s->gen != atomic_load_explicit(&p->gen, memory_order_relaxed))
+    if (__builtin_expect(
+            s->gen != atomic_load_explicit(&p->gen, memory_order_relaxed), 0))
         return atomic_load(&p->closing) ? CLOSE_SHUTDOWN : CLOSE_CLEARED;
     return CLOSE_NREASONS; /* keep it */
 }
