@@ -347,6 +347,33 @@ static void test_one_lease_per_key(void **state) {
     sim_pool_close(&f);
 }
 
+/* A driver that cannot tell an open transaction: a key has no effect,
+ * the transaction is rolled back on release as without one. */
+static void test_driver_without_hook(void **state) {
+    (void)state;
+    static tether_driver plain;
+    plain = *tether_driver_sim();
+    plain.in_transaction = NULL;
+    sim_pool f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    sim_pool_opts(&f, 1000, &so, &po);
+    tether_error err = {0};
+    assert_int_equal(tether_sim_create(&f.sim, &so, &err), 0);
+    po.driver = &plain;
+    po.driver_ctx = f.sim;
+    po.max_size = 1;
+    assert_int_equal(tether_pool_create(&f.pool, &po, &err), 0);
+    tether_lease *l = acquire_key(f.pool, 7);
+    tether_sim_txn(tether_lease_handle(l), 1);
+    tether_lease_release(l);
+    tether_pool_metrics m = metrics(f.pool);
+    assert_int_equal(m.txn_reserved, 0);
+    assert_int_equal(m.txn_rolled_back, 1);
+    assert_int_equal(m.idle, 1);
+    sim_pool_close(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reserve_and_take_back),
@@ -356,6 +383,7 @@ int main(void) {
         cmocka_unit_test(test_broken_reservation),
         cmocka_unit_test(test_keyless_open_txn_warns),
         cmocka_unit_test(test_one_lease_per_key),
+        cmocka_unit_test(test_driver_without_hook),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
