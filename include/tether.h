@@ -1007,8 +1007,14 @@ typedef struct tether_pool_opts {
     void *log_ctx;
     const tether_clock *clock;
     uint64_t seed;
-    uint64_t reserved_[4]; /* room to grow without moving the fields of
-                              the options that embed this struct; 0 */
+    int64_t txn_reserve_timeout_ms; /* how long a connection may stay
+                                       reserved to a transaction's key
+                                       between two acquires before the pool
+                                       rolls it back (docs/pool.md,
+                                       "Transactions across acquires");
+                                       default 30000; 0: the default */
+    uint64_t reserved_[3];          /* room to grow without moving the fields of
+                                       the options that embed this struct; 0 */
 } tether_pool_opts;
 
 /* The longest pool name (tether_pool_opts.name, tether_pool_name), bytes. */
@@ -1100,11 +1106,47 @@ TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
 #define tether_pool_acquire(p, timeout_ms, out, err)                           \
     tether_pool_acquire_at((p), (timeout_ms), (out), (err), __FILE__, __LINE__)
 
+/* tether_pool_acquire_key_at is tether_pool_acquire_at for a transaction
+ * spread over several acquires (docs/pool.md, "Transactions across
+ * acquires"). key (the application's: a request's or a transaction's id;
+ * 0: no key, exactly tether_pool_acquire_at) ties the lease to a
+ * transaction. When a lease acquired with key is released with its
+ * transaction open, the connection stays reserved to key: not reset, never
+ * handed to another caller, counted in the pool's size and in
+ * tether_pool_metrics.txn_reserved. The next acquire with key gets it back
+ * at once, without queueing; a release that finds the transaction ended
+ * (committed or rolled back) ends the reservation. A reservation held
+ * longer than tether_pool_opts.txn_reserve_timeout_ms is rolled back by the
+ * pool, with a warning naming the acquire site and the key; clear and
+ * close roll reservations back too. A keyed acquire whose reservation was
+ * lost that way, or whose connection broke, fails once with TETHER_EBROKEN
+ * (class permanent: restart the transaction), so the rest of a transaction
+ * never runs outside it; the next acquire with key starts afresh. Keys have
+ * no effect with a driver that cannot tell an open transaction
+ * (tether_driver.in_transaction; pq and sim can). One lease per key at a
+ * time: a second concurrent acquire with a key in use gets a connection of
+ * its own, not the first one's transaction. tether_pool_run and the
+ * non-blocking tether_pool_acquire_start take no key. */
+TETHER_API int tether_pool_acquire_key_at(tether_pool *p, uint64_t key,
+                                          int64_t timeout_ms,
+                                          tether_lease **out, tether_error *err,
+                                          const char *file, int line);
+
+/* tether_pool_acquire_key: tether_pool_acquire_key_at recording the
+ * caller's place (named in the warning of a reservation held too long). */
+#define tether_pool_acquire_key(p, key, timeout_ms, out, err)                  \
+    tether_pool_acquire_key_at((p), (key), (timeout_ms), (out), (err),         \
+                               __FILE__, __LINE__)
+
 /* tether_lease_release returns a connection to its pool: it is reset
  * (open transaction rolled back, reset query) and reused, or closed when its
- * state is unknown. Returns 0 (NULL: nothing done), or TETHER_EINVAL for a
- * lease already released or discarded (refused: logged at error level,
- * counted, the connection untouched). */
+ * state is unknown. A lease acquired with a key (tether_pool_acquire_key)
+ * and released with its transaction open stays reserved to the key
+ * instead; without a key, a transaction found open is rolled back and a
+ * warning (at most one a second) names where the lease was acquired. Returns 0
+ * (NULL: nothing done), or TETHER_EINVAL for a lease already released or
+ * discarded (refused: logged at error level, counted, the connection
+ * untouched). */
 TETHER_API int tether_lease_release(tether_lease *l);
 
 /* tether_lease_discard closes the leased connection instead of reusing it
@@ -1195,6 +1237,19 @@ typedef struct tether_pool_metrics {
                                    with nothing learnt: not held against
                                    the server (not counted by the breaker,
                                    no host marked down) */
+    /* Transaction affinity (docs/pool.md, "Transactions across acquires").
+     */
+    int txn_reserved;          /* connections reserved to a transaction's
+                                  key now */
+    uint64_t txn_reservations; /* keyed releases that reserved one */
+    uint64_t txn_expired;      /* reservations rolled back: held past
+                                  txn_reserve_timeout_ms */
+    uint64_t txn_lost;         /* reservations lost otherwise: the
+                                  connection broke, clear or close */
+    uint64_t txn_rolled_back;  /* releases whose reset rolled an open
+                                  transaction back (warned): without a
+                                  key, or keyed and not kept
+                                  (docs/metrics.md) */
 } tether_pool_metrics;
 
 /* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds

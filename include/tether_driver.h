@@ -59,6 +59,12 @@ typedef struct tether_endpoint {
 #define TETHER_FATAL 1
 /* alive's return: the connection saw a fatal server event; see above. */
 #define TETHER_FATAL_SEEN 2
+/* reset's return: clean, after rolling back a transaction that was open
+ * (or failed) when the lease was released. Optional: a driver that never
+ * returns it is fine; the pool then cannot warn about a transaction left
+ * open by a release without a key (docs/pool.md, "Transactions across
+ * acquires"). */
+#define TETHER_ROLLED_BACK 3
 
 /* A driver: a table of operations. Define one as a static const object
  * with designated initializers; leave unused optional members and the
@@ -128,8 +134,14 @@ struct tether_driver {
      * error. Read/write routing skips standbys lagging beyond its bound. */
     int (*lag)(void *conn, int64_t timeout_ms, int64_t *lag_ms,
                int64_t *lag_bytes, tether_error *err);
+    /* Optional. Whether conn is inside a transaction block, without a
+     * round trip: 1 open (or failed and not yet rolled back), 0 idle, < 0
+     * unknown. Transaction affinity needs it: with it NULL, a key given to
+     * tether_pool_acquire_key has no effect (docs/pool.md, "Transactions
+     * across acquires"). */
+    int (*in_transaction)(void *conn);
     /* Room for later operations: leave zero. */
-    void (*reserved_[5])(void);
+    void (*reserved_[4])(void);
 };
 
 /* ------------------------------------------------------------------------ */

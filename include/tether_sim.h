@@ -130,6 +130,13 @@ TETHER_API void tether_sim_stats_get_sized(tether_sim *sim,
  * breaks now, at break_in_use_rate), with err filled. */
 TETHER_API int tether_sim_use(void *handle, tether_error *err);
 
+/* tether_sim_txn opens (open = 1, a BEGIN) or ends (open = 0, a COMMIT)
+ * a transaction block on a sim connection, as the driver's
+ * in_transaction hook reports it (transaction affinity, docs/pool.md). A
+ * reset on release rolls an open one back (TETHER_ROLLED_BACK). Returns 0,
+ * TETHER_EINVAL for NULL, TETHER_EBROKEN on a broken connection. */
+TETHER_API int tether_sim_txn(void *handle, int open);
+
 /* tether_sim_conn_id returns the unique id of a sim connection handle. */
 TETHER_API uint64_t tether_sim_conn_id(void *handle);
 

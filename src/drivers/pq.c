@@ -1118,7 +1118,26 @@ TETHER__HOT static int pq_reset(void *conn, const char *reset_query,
     if (rc < 0)
         return reset_verdict(c, rc);
     check_role_tick(c);
-    return c->fatal ? TETHER__FATAL : 0;
+    if (c->fatal)
+        return TETHER__FATAL;
+    return ts != PQTRANS_IDLE ? TETHER_ROLLED_BACK : 0; /* docs/pool.md */
+}
+
+/* Transaction affinity (docs/pool.md, "Transactions across acquires"):
+ * libpq's own record of the last ReadyForQuery, no round trip. */
+static int pq_in_transaction(void *conn) {
+    pq_conn *c = conn;
+    if (c->broken || c->dying || PQstatus(c->pg) != CONNECTION_OK)
+        return -1;
+    switch (PQtransactionStatus(c->pg)) {
+    case PQTRANS_IDLE:
+        return 0;
+    case PQTRANS_INTRANS:
+    case PQTRANS_INERROR:
+        return 1;
+    default: /* a command in progress, or unknown */
+        return -1;
+    }
 }
 
 int tether__pq_query_role(void *conn, int64_t timeout_ms, tether_error *err) {
@@ -1214,6 +1233,7 @@ static const tether_driver pq_driver = {
     .alive = pq_alive,
     .validate = pq_validate,
     .reset = pq_reset,
+    .in_transaction = pq_in_transaction,
     .close = pq_close,
     .classify = pq_classify,
     .handle = pq_handle,

@@ -58,8 +58,9 @@ struct sim_conn {
     _Atomic int fatal;
     unsigned faults;
     int in_txn;
-    int pending;     /* still connecting; written under the sim's lock */
-    int64_t wake_ms; /* connect completes at this time; -1 never */
+    _Atomic int txn_open; /* tether_sim_txn: a transaction block is open */
+    int pending;          /* still connecting; written under the sim's lock */
+    int64_t wake_ms;      /* connect completes at this time; -1 never */
     _Atomic uint64_t resets;
     _Atomic uint64_t uses;
     _Atomic uint64_t validations;
@@ -543,13 +544,35 @@ static int sim_reset(void *conn, const char *reset_query, tether_error *err) {
     sim_conn *c = conn;
     bump(&c->resets);
     c->in_txn = 0;
+    /* A plain load first: no locked step on the cycle benchmark's path. */
+    int rolled = atomic_load_explicit(&c->txn_open, memory_order_relaxed);
+    if (__builtin_expect(rolled, 0))
+        atomic_store_explicit(&c->txn_open, 0, memory_order_relaxed);
     if (is_broken(c))
         return broken_error(err, "reset");
     if ((c->faults & FAULT_RESET) && chance(c->sim, c->sim->o.reset_fail_rate))
         return tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
                                 "reset failed, session state unknown (sim)");
-    return atomic_load_explicit(&c->fatal, memory_order_relaxed) ? TETHER__FATAL
-                                                                 : 0;
+    if (atomic_load_explicit(&c->fatal, memory_order_relaxed))
+        return TETHER__FATAL;
+    return rolled ? TETHER_ROLLED_BACK : 0;
+}
+
+static int sim_in_transaction(void *conn) {
+    sim_conn *c = conn;
+    if (is_broken(c))
+        return -1;
+    return atomic_load_explicit(&c->txn_open, memory_order_relaxed);
+}
+
+int tether_sim_txn(void *handle, int open) {
+    sim_conn *c = handle;
+    if (!c)
+        return TETHER_EINVAL;
+    if (is_broken(c))
+        return TETHER_EBROKEN;
+    atomic_store_explicit(&c->txn_open, open != 0, memory_order_relaxed);
+    return 0;
 }
 
 static void *sim_handle(void *conn) {
@@ -584,6 +607,7 @@ static const tether_driver sim_driver = {
     .close = sim_close,
     .classify = sim_classify,
     .handle = sim_handle,
+    .in_transaction = sim_in_transaction,
 };
 
 const tether_driver *tether_driver_sim(void) {

@@ -4,7 +4,8 @@
  * connection left idle to a first waiter that is overdue and not polling
  * (tether__pool_serve_head), and every 100 ms it runs a housekeeping pass: idle
  * timeout, spaced lifetime retirement, leak reports, keepalive of long-idle
- * connections and refill to min_size. The pass itself never blocks on the
+ * connections, the bound of reservations to a transaction (affinity.c) and
+ * refill to min_size. The pass itself never blocks on the
  * network: creations and keepalive round trips run on short-lived worker
  * threads, so the published time never goes stale. Pools on a virtual
  * clock are left to tests, which call tether__pool_housekeep directly. */
@@ -172,6 +173,7 @@ void tether__pool_housekeep(tether_pool *p) {
     }
     if (nbatch)
         keepalive_start(p, batch, nbatch);
+    tether__txn_expire(p, now); /* reservations past their bound */
     tether__pool_fill(p);
     tether__pool_grant_due(p);
 }

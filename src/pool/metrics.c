@@ -23,7 +23,7 @@ static void count_slots(tether_pool *p, tether_pool_metrics *m) {
         tether__slot *s = &p->slots[i];
         int st = slot_state(s);
         m->idle += st == SLOT_IDLE;
-        m->in_use += st == SLOT_USED;
+        m->in_use += st == SLOT_USED || st == SLOT_TXN;
         quick += atomic_load_explicit(&s->quick, memory_order_relaxed);
     }
     m->hist[0] += quick;
@@ -70,6 +70,11 @@ static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     m->breaker_rejections = atomic_load(&p->breaker_rejections);
     m->leaks = atomic_load(&p->leaks);
     m->stale_releases = atomic_load(&p->stale_releases);
+    m->txn_reserved = atomic_load(&p->txn_reserved);
+    m->txn_reservations = atomic_load(&p->txn_reservations);
+    m->txn_expired = atomic_load(&p->txn_expired);
+    m->txn_lost = atomic_load(&p->txn_lost);
+    m->txn_rolled_back = atomic_load(&p->txn_rolled_back);
     tether_retry_stats rs;
     tether_retry_stats_get(p->retry, &rs);
     m->retries = rs.retries;
@@ -149,6 +154,9 @@ static void gauges(out *o, const char *l, const tether_pool_metrics *m) {
          (double)m->breaker_blocked_ms / 1000.0);
     metric(o, "probing", "gauge", "1 while the pool's probe connects.");
     emit(o, "tether_pool_probing{pool=\"%s\"} %d\n", l, m->probing);
+    metric(o, "txn_reserved", "gauge",
+           "Connections reserved to an open transaction's key.");
+    emit(o, "tether_pool_txn_reserved{pool=\"%s\"} %d\n", l, m->txn_reserved);
 }
 
 static void counter(out *o, const char *l, const char *name, const char *help,
@@ -194,6 +202,18 @@ static void counters(out *o, const char *l, const tether_pool_metrics *m,
     counter(o, l, "stale_releases_total",
             "Releases and discards refused: the lease was already ended.",
             m->stale_releases);
+    counter(o, l, "txn_reservations_total",
+            "Keyed releases that reserved their connection to the key.",
+            m->txn_reservations);
+    counter(o, l, "txn_expired_total",
+            "Reservations rolled back: held past tether_txn_reserve_timeout.",
+            m->txn_expired);
+    counter(o, l, "txn_lost_total",
+            "Reservations lost: connection broken, pool cleared or closed.",
+            m->txn_lost);
+    counter(o, l, "txn_rolled_back_total",
+            "Releases without a key that found a transaction open.",
+            m->txn_rolled_back);
     if (!r) /* read/write routing: on routing pools only */
         return;
     counter(o, l, "reads_standby_total",

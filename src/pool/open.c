@@ -113,6 +113,10 @@ static const tether__keydef pool_keys_defs[] = {
                      100000000, "callers that may wait at once"),
     TETHER__KD("tether_leak_threshold", TETHER__KD_MS, OPT(leak_threshold_ms),
                "report leases held longer"),
+    TETHER__KD("tether_txn_reserve_timeout", TETHER__KD_MS,
+               OPT(txn_reserve_timeout_ms),
+               "how long a keyed transaction may hold its connection between "
+               "acquires"),
     TETHER__KD("tether_reset_query", TETHER__KD_STR, PK(reset_query),
                "SQL run on release, e.g. DISCARD ALL"),
     TETHER__KD("tether_drain_timeout", TETHER__KD_MS, PK(drain_ms),

@@ -40,6 +40,7 @@ static void pool_defaults(tether_pool_opts *o) {
     o->retry.backoff.max_ms = 1000;
     o->retry.max_attempts = 3;
     o->retry.deadline_ms = 0; /* 0 here: the acquire timeout at create */
+    o->txn_reserve_timeout_ms = TETHER__TXN_RESERVE_MS;
 }
 
 void tether_pool_opts_init_sized(tether_pool_opts *o, size_t size) {
@@ -80,13 +81,15 @@ static int check_opts(const tether_pool_opts *o, tether_error *err) {
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "pool: bad name \"%.40s\": %s", o->name,
                                 TETHER__NAME_WANT);
-    const int64_t *ms[] = {&o->validate_idle_ms, &o->validate_timeout_ms,
-                           &o->keepalive_ms,     &o->idle_timeout_ms,
-                           &o->max_lifetime_ms,  &o->leak_threshold_ms};
-    const char *names[] = {"validate_idle_ms", "validate_timeout_ms",
-                           "keepalive_ms",     "idle_timeout_ms",
-                           "max_lifetime_ms",  "leak_threshold_ms"};
-    for (int i = 0; i < 6; i++)
+    const int64_t *ms[] = {&o->validate_idle_ms,      &o->validate_timeout_ms,
+                           &o->keepalive_ms,          &o->idle_timeout_ms,
+                           &o->max_lifetime_ms,       &o->leak_threshold_ms,
+                           &o->txn_reserve_timeout_ms};
+    const char *names[] = {"validate_idle_ms",      "validate_timeout_ms",
+                           "keepalive_ms",          "idle_timeout_ms",
+                           "max_lifetime_ms",       "leak_threshold_ms",
+                           "txn_reserve_timeout_ms"};
+    for (int i = 0; i < 7; i++)
         if (*ms[i] < 0 || *ms[i] > TETHER_DURATION_MAX_MS)
             return bad_opt(err, names[i], *ms[i], "want 0 .. 1000000 h in ms");
     /* A connection that could expire before or soon after its first use
@@ -139,6 +142,7 @@ static int init_sync(tether_pool *p) {
 }
 
 static void free_pool(tether_pool *p) {
+    tether__txn_free(p);
     tether_connector_destroy(p->own_connector);
     tether_breaker_destroy(p->breaker);
     tether_retry_destroy(p->retry);
@@ -207,6 +211,10 @@ int tether__pool_new(tether_pool **out, const tether_pool_opts *o,
     p->probe_idle_ms = o->probe_idle_ms;
     p->leak_threshold_ms = o->leak_threshold_ms;
     p->leak_on = o->leak_threshold_ms > 0;
+    p->txn_timeout_ms = o->txn_reserve_timeout_ms > 0
+                            ? o->txn_reserve_timeout_ms
+                            : TETHER__TXN_RESERVE_MS;
+    atomic_init(&p->txn_warn_ms, INT64_MIN);
     p->o.conninfo = p->conninfo;
     p->o.name = p->name;
     p->o.reset_query = p->reset_query;
@@ -272,6 +280,7 @@ void tether__pool_discard(tether_pool *p, tether__slot *s, close_reason why) {
     atomic_fetch_add(&p->retired_quick, atomic_load(&s->quick));
     atomic_store(&s->quick, 0);
     atomic_store(&s->acquired_ms, NOT_HELD);
+    atomic_fetch_and(&s->state, ~SLOT_KEYED); /* a keyed lease discarded */
     pthread_mutex_lock(&p->lock);
     slot_set(s, SLOT_FREE, 0);
     p->total--;
@@ -426,13 +435,15 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
 
 /* ---- clear and close ----------------------------------------------------- */
 
-/* Discard every idle connection that fails keep(p, s). */
+/* Discard every idle connection, and every one reserved to a
+ * transaction (affinity.c). */
 static void sweep_idle(tether_pool *p, close_reason why) {
     for (int i = 0; i < p->nslots; i++) {
         tether__slot *s = &p->slots[i];
         if (slot_cas(s, SLOT_IDLE, SLOT_RESERVED))
             tether__pool_discard(p, s, why);
     }
+    tether__txn_sweep(p, why);
 }
 
 void tether_pool_clear(tether_pool *p) {

@@ -49,7 +49,7 @@ struct tether_pool {
     _Atomic uint32_t gen;
     _Atomic int closing;
     unsigned char real_clock;
-    unsigned char leak_on; /* o.leak_threshold_ms > 0 */
+    unsigned char leak_on; /* o.leak_threshold_ms > 0: record acquire sites */
 
     /* Read-mostly: configuration and handles. */
     _Alignas(64) int nslots;
@@ -103,6 +103,18 @@ struct tether_pool {
      * it, with the slots' quick counts in bucket 0). */
     _Atomic uint64_t hist[TETHER_HIST_BUCKETS];
     _Atomic uint64_t hist_sum_us;
+
+    /* Transaction affinity (affinity.c, docs/pool.md, "Transactions across
+     * acquires"): the reservations, allocated by the first keyed acquire
+     * (lock held; read by holders of keyed leases and under lock), and
+     * their counts. */
+    struct tether__affinity *aff;
+    int64_t txn_timeout_ms;   /* o.txn_reserve_timeout_ms */
+    _Atomic int txn_reserved; /* slots in SLOT_TXN; written under lock */
+    _Atomic uint64_t txn_reservations, txn_expired, txn_lost, txn_rolled_back;
+    _Atomic int64_t txn_warn_ms;     /* the last keyless warning, or
+                                        INT64_MIN */
+    _Atomic uint64_t txn_warn_quiet; /* warnings held back since */
 
     /* Waiters in the queue with no thread of their own (no_thread), for
      * the tick's deadline check (written by the wait queue, lock held). */
@@ -169,6 +181,10 @@ static inline int64_t tether__pool_now(const tether_pool *p) {
  * (release_verdict's, a statement past its deadline) hands s to
  * tether__pool_drain instead: the release path then keeps its layout. */
 void tether__pool_discard(tether_pool *p, tether__slot *s, close_reason why);
+
+/* The default bound of a reservation to a transaction's key
+ * (tether_txn_reserve_timeout, docs/pool.md). */
+#define TETHER__TXN_RESERVE_MS 30000
 
 /* The default bound of a drain after a statement's deadline
  * (tether_drain_timeout, docs/statements.md). */
@@ -285,6 +301,19 @@ int tether__pool_shut(tether_pool *p, int64_t wait_ms, tether_error *err);
 /* tether__pool_free waits for p's connections and background threads,
  * then frees it; p is closed and nothing above calls into it any more. */
 void tether__pool_free(tether_pool *p);
+
+/* tether__txn_expire rolls back and returns the reservations held past
+ * p->txn_timeout_ms at now, with a warning each (the housekeeping pass;
+ * the round trips run on a worker thread on the real clock). */
+void tether__txn_expire(tether_pool *p, int64_t now);
+
+/* tether__txn_sweep ends every reservation of p (clear and close): their
+ * connections are closed with why, which rolls their transactions back on
+ * the server, and their keys remembered as lost. */
+void tether__txn_sweep(tether_pool *p, close_reason why);
+
+/* tether__txn_free frees p's reservation table. */
+void tether__txn_free(tether_pool *p);
 
 /* tether__pool_run_attempt is one attempt of tether_pool_run on p: take
  * a connection within a->timeout_ms, run fn, give it back (or discard it). */

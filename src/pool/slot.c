@@ -224,13 +224,18 @@ TETHER__HOT static close_reason release_verdict(tether_pool *p,
     if (atomic_load_explicit(&p->closing, memory_order_relaxed))
         return CLOSE_SHUTDOWN;
     int rc = p->drv->reset(s->conn, p->reset_query, NULL);
-    if (rc < 0) /* a statement that outran its deadline: drain.c */
-        return rc == TETHER__EDRAIN ? KEEP_DRAINING : CLOSE_RESET;
-    if (rc == TETHER__FATAL) { /* shutdown, failover: all are suspect */
-        tether__pool_fatal(p);
-        return CLOSE_CLEARED;
+    if (__builtin_expect(rc != 0, 0)) {
+        if (rc < 0) /* a statement that outran its deadline: drain.c */
+            return rc == TETHER__EDRAIN ? KEEP_DRAINING : CLOSE_RESET;
+        if (rc == TETHER__FATAL) { /* shutdown, failover: all are suspect */
+            tether__pool_fatal(p);
+            return CLOSE_CLEARED;
+        }
+        /* TETHER_ROLLED_BACK: a transaction left open (affinity.c) */
+        tether__txn_rolled_back(p, s);
     }
-    if (s->gen != atomic_load_explicit(&p->gen, memory_order_relaxed))
+    if (__builtin_expect(
+            s->gen != atomic_load_explicit(&p->gen, memory_order_relaxed), 0))
         return atomic_load(&p->closing) ? CLOSE_SHUTDOWN : CLOSE_CLEARED;
     return CLOSE_NREASONS; /* keep it */
 }
@@ -268,12 +273,24 @@ __attribute__((noinline)) static int stale_lease(const tether_lease *l,
     return TETHER_EINVAL;
 }
 
+/* The release of a lease that is stale, or was acquired with a key (its
+ * transaction may stay reserved to it: affinity.c). */
+__attribute__((noinline)) static int release_unusual(tether_lease *l,
+                                                     unsigned v) {
+    if (!lease_current(l, v))
+        return stale_lease(l, "release");
+    tether__slot *s = lease_slot(l);
+    tether__txn_release(s->pool, s);
+    return 0;
+}
+
 TETHER__HOT int tether_lease_release(tether_lease *l) {
     if (!l)
         return 0; /* as free(NULL) */
-    tether__slot *s = lease_held(l);
-    if (!s)
-        return stale_lease(l, "release");
+    tether__slot *s = lease_slot(l);
+    unsigned v = atomic_load_explicit(&s->state, memory_order_relaxed);
+    if (__builtin_expect(!lease_plain(l, v), 0)) /* one test for both */
+        return release_unusual(l, v);
     give_back(s->pool, s);
     return 0;
 }

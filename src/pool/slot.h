@@ -18,20 +18,29 @@ enum {
     SLOT_CREATING, /* reserved for a connection being created */
     SLOT_IDLE,     /* connection available */
     SLOT_USED,     /* leased, or being checked out / handed off */
-    SLOT_RESERVED  /* taken by housekeeping */
+    SLOT_RESERVED, /* taken by housekeeping */
+    SLOT_TXN       /* released with its transaction open: reserved to the
+                      key it was acquired with (affinity.c); changed under
+                      the pool's lock only */
 };
 
 /* A slot's state word holds the state in its low 3 bits; above them, up
- * to bit 15, the number of releases still inside tether__pool_put_idle
+ * to bit 14, the number of releases still inside tether__pool_put_idle
  * after publishing the slot: such a release still reads the pool, so
- * tether_pool_destroy waits for the count to fall to 0 (docs/pool.md); in
- * bits 16-31 the lease generation, which moves on whenever the slot
- * passes to a new holder, so that a stale lease is refused (lease_held). Only
- * the slot's owner changes the state bits and the generation of an owned slot;
- * the count changes under anyone's feet, so every change of state keeps it. */
+ * tether_pool_destroy waits for the count to fall to 0 (docs/pool.md);
+ * in bit 15 SLOT_KEYED (below); in bits 16-31 the lease generation, which moves
+ * on whenever the slot passes to a new holder, so that a stale lease is refused
+ * (lease_held). Only the slot's owner changes the state bits and the generation
+ * of an owned slot; the count changes under anyone's feet, so every change of
+ * state keeps it. */
 #define SLOT_MASK 7u
 #define SLOT_INFLIGHT 8u /* one release in flight */
-#define SLOT_INFLIGHT_MASK 0xfff8u
+#define SLOT_INFLIGHT_MASK 0x7ff8u
+/* Bit 15: the lease was acquired with a key (tether_pool_acquire_key):
+ * its release takes affinity.c's path. Set and cleared by the holder; the
+ * release reads it in the load that checks the lease, so a release
+ * without a key pays one test of a register for it. */
+#define SLOT_KEYED 0x8000u
 #define SLOT_GEN_SHIFT 16
 #define SLOT_GEN_ONE (1u << SLOT_GEN_SHIFT)
 
@@ -167,6 +176,20 @@ static inline int lease_current(const tether_lease *l, unsigned v) {
     return 1;
 }
 
+/* lease_plain says whether l names its slot's current lease (as
+ * lease_current) and that lease was acquired without a key: the release
+ * fast path's single test. */
+static inline int lease_plain(const tether_lease *l, unsigned v) {
+    if ((v & (SLOT_MASK | SLOT_KEYED)) != SLOT_USED)
+        return 0;
+#if UINTPTR_MAX > 0xffffffffu
+    uintptr_t a = (uintptr_t)l;
+    if (a >> 63)
+        return (a >> LEASE_TAG_SHIFT) == lease_tag(v);
+#endif
+    return 1;
+}
+
 /* lease_held returns the slot of l when l names its current lease, else
  * NULL (a stale lease: released or discarded already). A plain load: the
  * generation moves on when a slot passes to a new holder, in the step that
@@ -206,6 +229,19 @@ int tether__pool_take(tether_pool *p, int64_t timeout_ms, tether__slot **out,
 
 /* tether__pool_give_back is tether_lease_release of an owned slot. */
 void tether__pool_give_back(tether_pool *p, tether__slot *s);
+
+/* ---- affinity.c: transactions across acquires (docs/pool.md,
+ * "Transactions across acquires") ---------------------------------------- */
+
+/* tether__txn_release is tether_lease_release of an owned slot whose lease
+ * was acquired with a key: the connection is reserved to the key when its
+ * transaction is open, else given back as usual. */
+void tether__txn_release(tether_pool *p, tether__slot *s);
+
+/* tether__txn_rolled_back: the reset of a release without a key rolled a
+ * transaction back (the driver's TETHER_ROLLED_BACK). Counts it and warns,
+ * at most once a second, naming the acquire site. */
+void tether__txn_rolled_back(tether_pool *p, tether__slot *s);
 
 /* tether__pool_put_idle makes an owned, healthy slot available: handed to
  * the first waiter, or marked idle. */

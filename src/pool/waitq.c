@@ -479,11 +479,18 @@ int tether__pool_timed_out(tether_pool *p, int64_t waited_ms,
             probe, sizeof(probe),
             "; the breaker's probe has been connecting for %lld ms",
             (long long)((tether__mono_ns() - p->probe_start_ns) / 1000000));
+    int txn = atomic_load(&p->txn_reserved);
+    char held[128] = ""; /* docs/pool.md, "Transactions across acquires" */
+    if (txn > 0)
+        snprintf(held, sizeof(held),
+                 "; %d of %d connections are reserved by open transactions "
+                 "(keyed leases released mid-transaction)",
+                 txn, p->o.max_size);
     return tether_error_set(
         err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
-        "pool %s: no connection within %lld ms (%d in use, %d waiting%s)",
+        "pool %s: no connection within %lld ms (%d in use, %d waiting%s%s)",
         p->name, (long long)waited_ms, p->total, atomic_load(&p->waiters),
-        probe);
+        probe, held);
 }
 
 static int timed_out(acq *a) {
