@@ -657,7 +657,13 @@ static void test_stress(void **state) {
                                         i < 3 ? stress_blocking : stress_loop,
                                         s),
                          0);
-    usleep(1000 * 1000);
+    /* At least 1 s, and on until 1000 leases have been held (a loaded
+     * machine gives these threads less time: up to 10 s). */
+    int64_t t0 = now_ms();
+    do
+        usleep(100 * 1000);
+    while (now_ms() - t0 < 10000 &&
+           (now_ms() - t0 < 1000 || atomic_load(&s->ops) <= 1000));
     atomic_store(&s->stop, 1);
     for (int i = 0; i < 5; i++)
         pthread_join(th[i], NULL);
