@@ -270,8 +270,8 @@ static int connect_ep(run *r, const tether__ep *ep, int64_t budget, void **conn,
                 "ms",
                 ep->host ? ep->host : "(default)", ep->port, (long long)budget);
         int numeric = ep->host && ep->host[0] != '/' && addrs[i][0];
-        tether__endpoint e = {ep->host, numeric ? addrs[i] : NULL, ep->port,
-                              left};
+        tether_endpoint e = {ep->host, numeric ? addrs[i] : NULL, ep->port,
+                             left};
         rc = tether__driver_connect(r->c->drv, r->c->dctx, &e, left, r->clock,
                                     conn, err);
         if (rc == 0 || (err && err->cls == TETHER_CLASS_PERMANENT))

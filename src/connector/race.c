@@ -16,7 +16,7 @@
 typedef struct flight {
     void *conn;
     int idx;
-    tether__wait w;
+    tether_wait w;
     char addr[64];
     int64_t t0; /* when it started */
 } flight;
@@ -109,18 +109,18 @@ static int start_next(race *r, void **won) {
     }
     const char *addr = ep->hostaddr ? ep->hostaddr : addrs[0];
     int numeric = ep->host && ep->host[0] != '/' && addr[0];
-    tether__endpoint te = {ep->host, numeric ? addr : NULL, ep->port, left};
+    tether_endpoint te = {ep->host, numeric ? addr : NULL, ep->port, left};
     flight *f = &r->f[r->nf];
     f->idx = idx;
     f->t0 = now(r);
-    f->w = (tether__wait){-1, 0, -1};
+    f->w = (tether_wait){-1, 0, -1};
     f->conn = NULL;
     int rc = c->drv->connect_start(c->dctx, &te, &f->conn, &f->w, &e);
-    if (rc == TETHER__CONNECTED && arrived(r, idx, f->conn)) {
+    if (rc == TETHER_CONNECTED && arrived(r, idx, f->conn)) {
         *won = f->conn;
         return 1;
     }
-    if (rc == TETHER__IN_PROGRESS && r->nf < MAX_FLIGHTS) {
+    if (rc == TETHER_IN_PROGRESS && r->nf < MAX_FLIGHTS) {
         r->nf++;
         return 0;
     }
@@ -154,7 +154,7 @@ static int advance(race *r, struct pollfd *pfd, void **won) {
             continue;
         tether_error e = {0};
         int rc = r->c->drv->connect_poll(f->conn, &f->w, &e);
-        if (rc == TETHER__IN_PROGRESS)
+        if (rc == TETHER_IN_PROGRESS)
             continue;
         void *conn = f->conn;
         int idx = f->idx;

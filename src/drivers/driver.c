@@ -34,7 +34,7 @@ static int64_t now_ns(const tether_clock *clock) {
  * the deadline passed first, else 0. Deadlines are kept in nanoseconds, and
  * poll() gets the remaining time rounded up, so that a budget of N ms never
  * ends before N ms have passed. */
-static int wait_once(const tether__wait *w, int64_t deadline,
+static int wait_once(const tether_wait *w, int64_t deadline,
                      const tether_clock *clock) {
     int64_t now = now_ns(clock);
     if (deadline >= 0 && now >= deadline)
@@ -63,14 +63,14 @@ static int wait_once(const tether__wait *w, int64_t deadline,
 }
 
 int tether__driver_connect(const tether_driver *d, void *ctx,
-                           const tether__endpoint *ep, int64_t budget_ms,
+                           const tether_endpoint *ep, int64_t budget_ms,
                            const tether_clock *clock, void **conn,
                            tether_error *err) {
     clock = tether__clock(clock);
     int64_t deadline =
         budget_ms < 0 ? -1 : now_ns(clock) + budget_ms * TETHER__NS_PER_MS;
-    tether__wait w = {-1, 0, -1};
-    tether__endpoint e;
+    tether_wait w = {-1, 0, -1};
+    tether_endpoint e;
     if (ep) { /* the driver learns the attempt's budget */
         e = *ep;
         e.budget_ms = budget_ms < 0 ? -1 : budget_ms;
@@ -78,7 +78,7 @@ int tether__driver_connect(const tether_driver *d, void *ctx,
     }
     *conn = NULL;
     int rc = d->connect_start(ctx, ep, conn, &w, err);
-    while (rc == TETHER__IN_PROGRESS) {
+    while (rc == TETHER_IN_PROGRESS) {
         if (wait_once(&w, deadline, clock)) {
             d->close(*conn);
             *conn = NULL;

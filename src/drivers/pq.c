@@ -760,7 +760,7 @@ static tether_role pq_role(void *conn) {
 /* ---- connect ---------------------------------------------------------- */
 
 /* make_label names the endpoint "host:port" ("[addr]:port" for IPv6). */
-static void make_label(pq_conn *c, const tether__endpoint *ep) {
+static void make_label(pq_conn *c, const tether_endpoint *ep) {
     const char *h = ep && ep->host && *ep->host           ? ep->host
                     : ep && ep->hostaddr && *ep->hostaddr ? ep->hostaddr
                                                           : PQhost(c->pg);
@@ -792,20 +792,20 @@ static int finish_connect(pq_conn *c, tether_error *err) {
     c->params = NULL;
     c->sock = PQsocket(c->pg);
     tether__pq_stmt_register(c); /* for tether_pq_exec (pq_stmt.c) */
-    return TETHER__CONNECTED;
+    return TETHER_CONNECTED;
 }
 
 /* wait_for tells the caller to wait for events on the current socket. */
-static int wait_for(pq_conn *c, tether__wait *w, short events) {
+static int wait_for(pq_conn *c, tether_wait *w, short events) {
     int fd = PQsocket(c->pg);
     /* No socket (should not happen while in progress): poll again now. */
-    *w = (tether__wait){fd, fd >= 0 ? events : (short)0,
-                        fd >= 0 ? -1 : tether__now_ms(NULL)};
-    return TETHER__IN_PROGRESS;
+    *w = (tether_wait){fd, fd >= 0 ? events : (short)0,
+                       fd >= 0 ? -1 : tether__now_ms(NULL)};
+    return TETHER_IN_PROGRESS;
 }
 
 /* start_libpq starts the connect: params, then the endpoint's keys. */
-static int start_libpq(pq_conn *c, const tether__endpoint *ep,
+static int start_libpq(pq_conn *c, const tether_endpoint *ep,
                        tether_error *err) {
     int n = c->params ? c->params->n : 0, k = 0;
     const char **keys = tether__calloc(2 * ((size_t)n + 4), sizeof(char *));
@@ -834,8 +834,8 @@ static int start_libpq(pq_conn *c, const tether__endpoint *ep,
     return 0;
 }
 
-static int pq_connect_start(void *ctx, const tether__endpoint *ep, void **conn,
-                            tether__wait *w, tether_error *err) {
+static int pq_connect_start(void *ctx, const tether_endpoint *ep, void **conn,
+                            tether_wait *w, tether_error *err) {
     *conn = NULL;
     pq_conn *c = tether__calloc(1, sizeof(*c));
     if (!c)
@@ -862,7 +862,7 @@ static int pq_connect_start(void *ctx, const tether__endpoint *ep, void **conn,
     return rc;
 }
 
-static int pq_connect_poll(void *conn, tether__wait *w, tether_error *err) {
+static int pq_connect_poll(void *conn, tether_wait *w, tether_error *err) {
     pq_conn *c = conn;
     switch (PQconnectPoll(c->pg)) {
     case PGRES_POLLING_OK:
@@ -1060,7 +1060,7 @@ TETHER__HOT static int pq_alive(void *conn, int probe) {
             check_role(c); /* a report that came while idle */
     }
     if (c->fatal) /* a shutdown, crash or role change: clear the pool */
-        return TETHER__FATAL_SEEN;
+        return TETHER_FATAL_SEEN;
     /* Without the probe, libpq has not run on c since connect, reset or
      * validate found it OK: its status cannot have changed, and asking
      * (a call into libpq and a line of its PGconn) costs a cache miss on
@@ -1091,7 +1091,7 @@ static int pq_validate(void *conn, int64_t timeout_ms, tether_error *err) {
 /* reset_verdict: a failed reset is fatal when the server said so (the
  * pool clears and closes this one anyway), else the state is unknown. */
 static int reset_verdict(pq_conn *c, int rc) {
-    return c->fatal ? TETHER__FATAL : rc;
+    return c->fatal ? TETHER_FATAL : rc;
 }
 
 TETHER__HOT static int pq_reset(void *conn, const char *reset_query,
@@ -1119,7 +1119,7 @@ TETHER__HOT static int pq_reset(void *conn, const char *reset_query,
         return reset_verdict(c, rc);
     check_role_tick(c);
     if (c->fatal)
-        return TETHER__FATAL;
+        return TETHER_FATAL;
     return ts != PQTRANS_IDLE ? TETHER_ROLLED_BACK : 0; /* docs/pool.md */
 }
 

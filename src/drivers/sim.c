@@ -437,8 +437,8 @@ static void link_conn(tether_sim *sim, sim_conn *c) {
     }
 }
 
-static int sim_connect_start(void *ctx, const tether__endpoint *ep, void **conn,
-                             tether__wait *w, tether_error *err) {
+static int sim_connect_start(void *ctx, const tether_endpoint *ep, void **conn,
+                             tether_wait *w, tether_error *err) {
     (void)ep;
     tether_sim *sim = ctx;
     *conn = NULL;
@@ -465,18 +465,18 @@ static int sim_connect_start(void *ctx, const tether__endpoint *ep, void **conn,
         return rc;
     }
     *conn = c;
-    *w = (tether__wait){-1, 0, c->wake_ms};
-    return rc == ADMIT_NOW ? TETHER__CONNECTED : TETHER__IN_PROGRESS;
+    *w = (tether_wait){-1, 0, c->wake_ms};
+    return rc == ADMIT_NOW ? TETHER_CONNECTED : TETHER_IN_PROGRESS;
 }
 
-static int sim_connect_poll(void *conn, tether__wait *w, tether_error *err) {
+static int sim_connect_poll(void *conn, tether_wait *w, tether_error *err) {
     sim_conn *c = conn;
     tether_sim *sim = c->sim;
     if (!c->pending)
-        return TETHER__CONNECTED;
-    *w = (tether__wait){-1, 0, c->wake_ms};
+        return TETHER_CONNECTED;
+    *w = (tether_wait){-1, 0, c->wake_ms};
     if (c->wake_ms < 0 || tether__now_ms(sim->clock) < c->wake_ms)
-        return TETHER__IN_PROGRESS;
+        return TETHER_IN_PROGRESS;
     if (is_broken(c))
         return refuse(err, TETHER_ECONNECT, TETHER_CLASS_TRANSIENT, "08006",
                       "server closed the connection during startup (sim)");
@@ -485,7 +485,7 @@ static int sim_connect_poll(void *conn, tether__wait *w, tether_error *err) {
     sim->st.connected++;
     sim->st.open++;
     pthread_mutex_unlock(&sim->lock);
-    return TETHER__CONNECTED;
+    return TETHER_CONNECTED;
 }
 
 static void sim_close(void *conn) {
@@ -524,7 +524,7 @@ static int sim_alive(void *conn, int probe) {
     if (is_broken(c))
         return 0;
     return atomic_load_explicit(&c->fatal, memory_order_relaxed)
-               ? TETHER__FATAL_SEEN
+               ? TETHER_FATAL_SEEN
                : 1;
 }
 
@@ -554,7 +554,7 @@ static int sim_reset(void *conn, const char *reset_query, tether_error *err) {
         return tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
                                 "reset failed, session state unknown (sim)");
     if (atomic_load_explicit(&c->fatal, memory_order_relaxed))
-        return TETHER__FATAL;
+        return TETHER_FATAL;
     return rolled ? TETHER_ROLLED_BACK : 0;
 }
 

@@ -308,7 +308,7 @@ static void expire_run(tether_pool *p, tether__slot **slots, int n) {
     for (int i = 0; i < n; i++) {
         tether__slot *s = slots[i];
         int rc = p->drv->reset(s->conn, p->reset_query, NULL);
-        if (rc == TETHER__FATAL) {
+        if (rc == TETHER_FATAL) {
             tether__pool_fatal(p);
             tether__pool_discard(p, s, CLOSE_CLEARED);
         } else if (rc < 0 || atomic_load(&p->closing) ||

@@ -212,10 +212,10 @@ static inline int tether__pool_still_up(tether_pool *p, tether__slot *s,
     int up = p->drv->alive(s->conn, probe);
     if (up == 1)
         return 1;
-    if (up == TETHER__FATAL_SEEN)
+    if (up == TETHER_FATAL_SEEN)
         tether__pool_fatal(p);
     tether__pool_discard(
-        p, s, up == TETHER__FATAL_SEEN ? CLOSE_CLEARED : CLOSE_BROKEN);
+        p, s, up == TETHER_FATAL_SEEN ? CLOSE_CLEARED : CLOSE_BROKEN);
     return 0;
 }
 

@@ -227,7 +227,7 @@ TETHER__HOT static close_reason release_verdict(tether_pool *p,
     if (__builtin_expect(rc != 0, 0)) {
         if (rc < 0) /* a statement that outran its deadline: drain.c */
             return rc == TETHER__EDRAIN ? KEEP_DRAINING : CLOSE_RESET;
-        if (rc == TETHER__FATAL) { /* shutdown, failover: all are suspect */
+        if (rc == TETHER_FATAL) { /* shutdown, failover: all are suspect */
             tether__pool_fatal(p);
             return CLOSE_CLEARED;
         }

@@ -253,7 +253,7 @@ static int changed(const session *s) {
 
 static void probe(session *s, int role_seen) {
     int a = drv->alive(s->conn, 1);
-    CHECK(a == 0 || a == 1 || a == TETHER__FATAL_SEEN);
+    CHECK(a == 0 || a == 1 || a == TETHER_FATAL_SEEN);
     if (a == 1) {
         CHECK(!s->was_down);
         if (role_seen)
@@ -341,8 +341,8 @@ static void quiet(void *arg, const char *message) {
 /* connect runs the driver's connect against the fake server: 0 connected,
  * -1 it failed (checked, closed). */
 static int connect_fake(session *s, const input *in) {
-    tether__endpoint ep = {dir, NULL, PORT, -1};
-    tether__wait w;
+    tether_endpoint ep = {dir, NULL, PORT, -1};
+    tether_wait w;
     tether_error e;
     memset(&e, 0x5a, sizeof(e));
     int rc = drv->connect_start(dctx, &ep, &s->conn, &w, &e);
@@ -368,7 +368,7 @@ static int connect_fake(session *s, const input *in) {
     send_all(s->srv, &o);
 
     int hung = 0, again = 0;
-    for (int i = 0; rc == TETHER__IN_PROGRESS; i++) {
+    for (int i = 0; rc == TETHER_IN_PROGRESS; i++) {
         CHECK(i < 10000); /* libpq loops without waiting: a hang */
         if (w.fd >= 0 && (w.events & POLLIN) && !readable(w.fd)) {
             if (hung) {
@@ -393,7 +393,7 @@ static int connect_fake(session *s, const input *in) {
         CHECK(e.not_sent == 1);
         return -1;
     }
-    CHECK(rc == TETHER__CONNECTED);
+    CHECK(rc == TETHER_CONNECTED);
     s->hs0 = dup_or_null(PQparameterStatus(s->pg, "in_hot_standby"));
     s->ro0 =
         dup_or_null(PQparameterStatus(s->pg, "default_transaction_read_only"));
@@ -429,7 +429,7 @@ static void run(const input *in) {
            (PQtransactionStatus(s.pg) != PQTRANS_IDLE) + (rq ? 1 : 0), 0);
     memset(&e, 0x5a, sizeof(e));
     rc = drv->reset(s.conn, rq, &e);
-    CHECK(rc == 0 || rc == TETHER__FATAL || rc < 0);
+    CHECK(rc == 0 || rc == TETHER_FATAL || rc < 0);
     if (rc < 0)
         check_error(rc, &e);
     probe(&s, 0);

@@ -66,7 +66,7 @@ static tether__pq_params *params(const char *password, const char *db) {
 /* try_connect connects to port within budget_ms; returns the rc. */
 static int try_connect(const tether__pq_params *p, int port, int64_t budget_ms,
                        void **conn, tether_error *err) {
-    tether__endpoint ep = {env.host, NULL, port, -1};
+    tether_endpoint ep = {env.host, NULL, port, -1};
     tether_error_clear(err);
     return tether__driver_connect(DRV, (void *)p, &ep, budget_ms, NULL, conn,
                                   err);
@@ -371,12 +371,12 @@ static void test_terminate_backend(void **state) {
     gone(b, pid);
     /* 57P01 (admin shutdown, also pg_terminate_backend's): not alive, and
      * the pool should clear */
-    assert_int_equal(DRV->alive(a, 1), TETHER__FATAL_SEEN);
+    assert_int_equal(DRV->alive(a, 1), TETHER_FATAL_SEEN);
     tether_error err;
     assert_int_equal(exec_err(a, "SELECT 1", &err), TETHER_EBROKEN);
     assert_int_equal(err.cls, TETHER_CLASS_TRANSIENT);
     /* 57P01 (admin shutdown) was seen: reset asks the pool to clear */
-    assert_int_equal(DRV->reset(a, NULL, &err), TETHER__FATAL);
+    assert_int_equal(DRV->reset(a, NULL, &err), TETHER_FATAL);
     DRV->close(a);
     DRV->close(b);
 }
@@ -490,19 +490,19 @@ static void test_promotion_marks_fatal(void **state) {
      * 10 ms tick, so the reset after a 20 ms pause must see it. */
     double t0 = now_ms_f();
     int rc = 0;
-    while (rc != TETHER__FATAL && now_ms_f() - t0 < 10000) {
+    while (rc != TETHER_FATAL && now_ms_f() - t0 < 10000) {
         assert_int_equal(exec_err(conn, "SELECT 1", &err), 0);
         usleep(20000);
         rc = DRV->reset(conn, NULL, &err);
     }
-    printf("    reset() == TETHER__FATAL %.0f ms after the promotion\n",
+    printf("    reset() == TETHER_FATAL %.0f ms after the promotion\n",
            now_ms_f() - t0);
-    assert_int_equal(rc, TETHER__FATAL);
+    assert_int_equal(rc, TETHER_FATAL);
     assert_int_equal(DRV->role(conn), TETHER_ROLE_PRIMARY);
     /* up, not broken, but never to be handed out again */
-    assert_int_equal(DRV->alive(conn, 1), TETHER__FATAL_SEEN);
+    assert_int_equal(DRV->alive(conn, 1), TETHER_FATAL_SEEN);
     assert_int_equal(DRV->validate(conn, 5000, &err), 0);
-    assert_int_equal(DRV->reset(conn, NULL, &err), TETHER__FATAL);
+    assert_int_equal(DRV->reset(conn, NULL, &err), TETHER_FATAL);
     DRV->close(conn);
 }
 

@@ -36,8 +36,8 @@ typedef struct fconn {
 static tether_vclock *vc;
 static int opened, closed_count;
 
-static int f_start(void *ctx, const tether__endpoint *ep, void **conn,
-                   tether__wait *w, tether_error *err) {
+static int f_start(void *ctx, const tether_endpoint *ep, void **conn,
+                   tether_wait *w, tether_error *err) {
     (void)ctx;
     const char *h = ep && ep->host ? ep->host : "p-default";
     if (!strncmp(h, "down", 4))
@@ -57,17 +57,17 @@ static int f_start(void *ctx, const tether__endpoint *ep, void **conn,
     *conn = c;
     opened++;
     if (!strncmp(h, "slow", 4)) {
-        *w = (tether__wait){-1, 0, -1}; /* never answers */
-        return TETHER__IN_PROGRESS;
+        *w = (tether_wait){-1, 0, -1}; /* never answers */
+        return TETHER_IN_PROGRESS;
     }
-    return TETHER__CONNECTED;
+    return TETHER_CONNECTED;
 }
 
-static int f_poll(void *conn, tether__wait *w, tether_error *err) {
+static int f_poll(void *conn, tether_wait *w, tether_error *err) {
     (void)conn;
     (void)err;
-    *w = (tether__wait){-1, 0, -1};
-    return TETHER__IN_PROGRESS;
+    *w = (tether_wait){-1, 0, -1};
+    return TETHER_IN_PROGRESS;
 }
 static int f_alive(void *conn, int probe) {
     (void)probe;

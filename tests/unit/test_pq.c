@@ -486,7 +486,7 @@ static void test_connect_refused(void **state) {
     tether__pq_params *p = test_params();
     int port = closed_port();
     /* a host name with hostaddr: libpq does no DNS, the label keeps it */
-    tether__endpoint ep = {"db.invalid", "127.0.0.1", port, -1};
+    tether_endpoint ep = {"db.invalid", "127.0.0.1", port, -1};
     void *conn = (void *)1;
     tether_error err;
     int64_t t0 = now_ms();
@@ -510,14 +510,14 @@ static void test_connect_label_forms(void **state) {
     (void)state;
     tether__pq_params *p = test_params();
     int port = closed_port();
-    tether__endpoint ep = {NULL, "127.0.0.1", port, -1};
+    tether_endpoint ep = {NULL, "127.0.0.1", port, -1};
     void *conn;
     tether_error err;
     char want[64];
     tether__driver_connect(tether_driver_pq(), p, &ep, 5000, NULL, &conn, &err);
     snprintf(want, sizeof(want), "connect to 127.0.0.1:%d failed: ", port);
     assert_memory_equal(err.message, want, strlen(want));
-    ep = (tether__endpoint){NULL, "::1", port, -1};
+    ep = (tether_endpoint){NULL, "::1", port, -1};
     tether__driver_connect(tether_driver_pq(), p, &ep, 5000, NULL, &conn, &err);
     snprintf(want, sizeof(want), "connect to [::1]:%d failed: ", port);
     assert_memory_equal(err.message, want, strlen(want));
@@ -531,7 +531,7 @@ static void test_connect_budget_blackhole(void **state) {
     int port;
     int fd =
         loopback_listener(&port); /* accepts the TCP handshake, never answers */
-    tether__endpoint ep = {"127.0.0.1", NULL, port, -1};
+    tether_endpoint ep = {"127.0.0.1", NULL, port, -1};
     for (int budget = 20; budget <= 100; budget += 80) {
         void *conn;
         tether_error err;
@@ -561,9 +561,9 @@ static void test_connect_bad_value_fails_at_once(void **state) {
     tether__pq_params *p = NULL;
     tether_error err;
     assert_int_equal(tether__pq_params_create(&p, keys, vals, 2, &err), 0);
-    tether__endpoint ep = {"127.0.0.1", NULL, 1, -1};
+    tether_endpoint ep = {"127.0.0.1", NULL, 1, -1};
     void *conn = (void *)1;
-    tether__wait w = {-1, 0, -1};
+    tether_wait w = {-1, 0, -1};
     int rc = tether_driver_pq()->connect_start(p, &ep, &conn, &w, &err);
     assert_int_equal(rc, TETHER_ESPEC);
     assert_null(conn);

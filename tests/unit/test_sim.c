@@ -45,7 +45,7 @@ static tether_sim *make_default(void) {
 
 /* start runs connect_start once; returns its result. */
 static int start(tether_sim *sim, void **conn, tether_error *err) {
-    tether__wait w = {-1, 0, -1};
+    tether_wait w = {-1, 0, -1};
     tether_error_clear(err);
     return tether_driver_sim()->connect_start(sim, NULL, conn, &w, err);
 }
@@ -55,7 +55,7 @@ static void *open_conn(tether_sim *sim) {
     void *conn = NULL;
     tether_error err;
     int rc = start(sim, &conn, &err);
-    if (rc != TETHER__CONNECTED)
+    if (rc != TETHER_CONNECTED)
         fail_msg("connect: %d %s", rc, err.message);
     assert_non_null(conn);
     return conn;
@@ -256,23 +256,23 @@ static void test_latency_poll_by_hand(void **state) {
     vfix_make(&f, &o);
     const tether_driver *d = tether_driver_sim();
     void *conn = NULL;
-    tether__wait w;
+    tether_wait w;
     tether_error err = {0};
     int64_t t0 = tether_now_ms(f.clock);
     assert_int_equal(d->connect_start(f.sim, NULL, &conn, &w, &err),
-                     TETHER__IN_PROGRESS);
+                     TETHER_IN_PROGRESS);
     assert_int_equal(w.fd, -1);
     assert_int_equal(w.wake_ms, t0 + 50);
     assert_int_equal(stats(f.sim).open, 0);
     tether_vclock_advance(f.vc, 49 * MS);
-    assert_int_equal(d->connect_poll(conn, &w, &err), TETHER__IN_PROGRESS);
+    assert_int_equal(d->connect_poll(conn, &w, &err), TETHER_IN_PROGRESS);
     tether_vclock_advance(f.vc, 1 * MS);
-    assert_int_equal(d->connect_poll(conn, &w, &err), TETHER__CONNECTED);
+    assert_int_equal(d->connect_poll(conn, &w, &err), TETHER_CONNECTED);
     assert_int_equal(stats(f.sim).open, 1);
     /* Broken while connecting: the connect fails. */
     void *c2 = NULL;
     assert_int_equal(d->connect_start(f.sim, NULL, &c2, &w, &err),
-                     TETHER__IN_PROGRESS);
+                     TETHER_IN_PROGRESS);
     tether_sim_break_all(f.sim);
     tether_vclock_advance(f.vc, 50 * MS);
     assert_int_equal(d->connect_poll(c2, &w, &err), TETHER_ECONNECT);
@@ -368,9 +368,9 @@ static void test_auth_failure(void **state) {
     o.auth_fail_rate = 1.0;
     tether_sim *sim = make_sim(&o);
     void *conn = NULL;
-    tether__wait w;
+    tether_wait w;
     tether_error err = {0};
-    tether__endpoint ep = {"db", NULL, 5432, -1};
+    tether_endpoint ep = {"db", NULL, 5432, -1};
     int rc = tether_driver_sim()->connect_start(sim, &ep, &conn, &w, &err);
     assert_int_equal(rc, TETHER_EAUTH);
     assert_null(conn);
@@ -390,16 +390,16 @@ static void test_timeout_rate(void **state) {
     vfix f;
     vfix_make(&f, &o);
     void *conn = NULL;
-    tether__wait w;
+    tether_wait w;
     tether_error err = {0};
     assert_int_equal(
         tether_driver_sim()->connect_start(f.sim, NULL, &conn, &w, &err),
-        TETHER__IN_PROGRESS);
+        TETHER_IN_PROGRESS);
     assert_int_equal(w.fd, -1);
     assert_int_equal(w.wake_ms, -1);
     tether_vclock_advance(f.vc, 3600 * 1000 * MS);
     assert_int_equal(tether_driver_sim()->connect_poll(conn, &w, &err),
-                     TETHER__IN_PROGRESS);
+                     TETHER_IN_PROGRESS);
     close_conn(conn);
     int64_t t0 = tether_now_ms(f.clock);
     assert_int_equal(drive(&f, 300, &conn, &err), TETHER_ETIMEDOUT);
@@ -428,7 +428,7 @@ static int run_refusals(uint64_t seed, double rate, int n, char *outcome) {
         int rc = start(sim, &conn, &err);
         outcome[i] = rc == TETHER_ECONNECT;
         refused += outcome[i];
-        if (rc == TETHER__CONNECTED)
+        if (rc == TETHER_CONNECTED)
             close_conn(conn);
         else
             assert_int_equal(rc, TETHER_ECONNECT);
@@ -514,11 +514,11 @@ static void test_fatal_all(void **state) {
     void *a = open_conn(sim), *b = open_conn(sim);
     tether_sim_fatal_all(sim);
     void *c = open_conn(sim);
-    assert_int_equal(d->reset(a, NULL, NULL), TETHER__FATAL);
-    assert_int_equal(d->reset(b, NULL, NULL), TETHER__FATAL);
+    assert_int_equal(d->reset(a, NULL, NULL), TETHER_FATAL);
+    assert_int_equal(d->reset(b, NULL, NULL), TETHER_FATAL);
     assert_int_equal(d->reset(c, NULL, NULL), 0);
     /* up (not broken), but not to be handed out */
-    assert_int_equal(d->alive(a, 1), TETHER__FATAL_SEEN);
+    assert_int_equal(d->alive(a, 1), TETHER_FATAL_SEEN);
     assert_int_equal(d->alive(c, 1), 1);
     close_conn(a);
     close_conn(b);
@@ -667,7 +667,7 @@ static void worker_round(worker *w) {
     const tether_driver *d = tether_driver_sim();
     void *conn = NULL;
     tether_error err;
-    if (start(w->sim, &conn, &err) != TETHER__CONNECTED) {
+    if (start(w->sim, &conn, &err) != TETHER_CONNECTED) {
         w->refused++;
         return;
     }
