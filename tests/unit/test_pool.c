@@ -19,108 +19,36 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../support/clock.h"
+#include "../support/sim_pool.h"
 #include "../support/thread_time.h"
 #include "pool_inspect.h"
 #include "tether.h"
 #include "tether_sim.h"
 
-#define MS 1000000LL
-
-typedef struct fixture {
-    tether_sim *sim;
-    tether_pool *pool;
-    tether_vclock *vc;
-} fixture;
-
-static void setup_with(fixture *f, const tether_sim_opts *so,
-                       const tether_pool_opts *po) {
-    tether_error err = {0};
-    assert_int_equal(tether_sim_create(&f->sim, so, &err), 0);
-    tether_pool_opts o = *po;
-    o.driver = tether_driver_sim();
-    o.driver_ctx = f->sim;
-    assert_int_equal(tether_pool_create(&f->pool, &o, &err), 0);
-}
-
-/* Default options for a pool and its sim on a new virtual clock at
- * start_ms; the caller tunes them and calls setup_with. */
-static void virtual_opts(fixture *f, int64_t start_ms, tether_sim_opts *so,
-                         tether_pool_opts *po) {
-    memset(f, 0, sizeof(*f));
-    f->vc = tether_vclock_create(start_ms * MS);
-    tether_sim_opts_init(so);
-    tether_pool_opts_init(po);
-    so->clock = po->clock = tether_vclock_clock(f->vc);
-}
-
-/* Default options for a pool and a sim on the real clock; the caller
- * tunes them and calls setup_with. */
-static void real_opts(fixture *f, tether_sim_opts *so, tether_pool_opts *po) {
-    memset(f, 0, sizeof(*f));
-    tether_sim_opts_init(so);
-    tether_pool_opts_init(po);
-}
+/* The fixture: a pool on the sim driver, on the real or a virtual clock
+ * (../support/sim_pool.h). */
+typedef sim_pool fixture;
 
 /* A pool and a sim on the real clock with max connections and the barge
  * limit. */
 static void setup_real(fixture *f, int max, int64_t barge_us) {
     tether_sim_opts so;
     tether_pool_opts po;
-    real_opts(f, &so, &po);
+    sim_pool_opts(f, -1, &so, &po);
     po.max_size = max;
     po.barge_limit_us = barge_us;
-    setup_with(f, &so, &po);
+    sim_pool_open(f, &so, &po);
 }
 
 /* A pool on a virtual clock with max connections. */
 static void setup_virtual(fixture *f, int max) {
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(f, 1000, &so, &po);
+    sim_pool_opts(f, 1000, &so, &po);
     po.max_size = max;
     po.seed = 1;
-    setup_with(f, &so, &po);
-}
-
-static void teardown(fixture *f) {
-    tether_pool_destroy(f->pool);
-    tether_sim_destroy(f->sim);
-    tether_vclock_destroy(f->vc);
-}
-
-static void advance_ms(fixture *f, int64_t ms) {
-    tether_vclock_advance(f->vc, ms * MS);
-}
-
-static tether_lease *must_acquire(tether_pool *p) {
-    tether_lease *l = NULL;
-    tether_error err = {0};
-    int rc = tether_pool_acquire(p, 1000, &l, &err);
-    if (rc)
-        fail_msg("acquire: %s", err.message);
-    assert_non_null(l);
-    return l;
-}
-
-/* leave_idle makes n connections (all held at once, so n distinct ones)
- * and returns them, leaving n idle in the pool (n <= 8). */
-static void leave_idle(fixture *f, int n) {
-    tether_lease *l[8];
-    for (int i = 0; i < n; i++)
-        l[i] = must_acquire(f->pool);
-    for (int i = 0; i < n; i++)
-        tether_lease_release(l[i]);
-}
-
-static int64_t now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void sleep_ms(int64_t ms) {
-    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    sim_pool_open(f, &so, &po);
 }
 
 /* ---- basics -------------------------------------------------------------- */
@@ -198,17 +126,17 @@ static void test_duration_ranges(void **state) {
     assert_int_equal(tether_pool_acquire(f.pool, INT64_MAX, &l, &err), 0);
     tether_lease_release(l);
     assert_int_equal(tether_pool_close(f.pool, INT64_MAX, &err), 0);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_reuse_and_metrics(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 4);
-    tether_lease *a = must_acquire(f.pool);
+    tether_lease *a = sim_pool_acquire(f.pool);
     void *h = tether_lease_handle(a);
     tether_lease_release(a);
-    tether_lease *b = must_acquire(f.pool);
+    tether_lease *b = sim_pool_acquire(f.pool);
     assert_ptr_equal(tether_lease_handle(b), h); /* same thread: reused */
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
@@ -220,7 +148,7 @@ static void test_reuse_and_metrics(void **state) {
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.idle, 1);
     assert_int_equal(m.in_use, 0);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_max_size_and_two_holders(void **state) {
@@ -229,7 +157,7 @@ static void test_max_size_and_two_holders(void **state) {
     setup_virtual(&f, 3);
     tether_lease *l[3];
     for (int i = 0; i < 3; i++)
-        l[i] = must_acquire(f.pool);
+        l[i] = sim_pool_acquire(f.pool);
     assert_true(tether_lease_handle(l[0]) != tether_lease_handle(l[1]));
     assert_true(tether_lease_handle(l[1]) != tether_lease_handle(l[2]));
     tether_lease *x = NULL;
@@ -242,7 +170,7 @@ static void test_max_size_and_two_holders(void **state) {
     assert_int_equal(st.open, 3);
     for (int i = 0; i < 3; i++)
         tether_lease_release(l[i]);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* ---- deadlines and the queue -------------------------------------------- */
@@ -309,7 +237,7 @@ static void test_timeout_accuracy(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 1);
-    tether_lease *held = must_acquire(f.pool);
+    tether_lease *held = sim_pool_acquire(f.pool);
     const int64_t waits[] = {20, 100, 250};
     for (int i = 0; i < 3; i++)
         check_deadline(f.pool, waits[i], NULL);
@@ -317,7 +245,7 @@ static void test_timeout_accuracy(void **state) {
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.timeouts, 3);
     tether_lease_release(held);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 typedef struct waiter_arg {
@@ -406,14 +334,14 @@ static void join_waiters(waiters *q) {
 static void check_fifo(int64_t barge_us) {
     fixture f;
     setup_real(&f, 1, barge_us);
-    tether_lease *held = must_acquire(f.pool);
+    tether_lease *held = sim_pool_acquire(f.pool);
     waiters q;
     queue_waiters(&q, f.pool, 6);
     tether_lease_release(held);
     join_waiters(&q);
     for (int i = 0; i < q.n; i++)
         assert_int_equal(q.order[i], i);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_fifo_strict(void **state) {
@@ -475,11 +403,11 @@ static void test_head_polls_idle(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&f, 1000, &so, &po);
+    sim_pool_opts(&f, 1000, &so, &po);
     po.max_size = 2;
     po.barge_limit_us = 100000;
-    setup_with(&f, &so, &po);
-    tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
+    sim_pool_open(&f, &so, &po);
+    tether_lease *x = sim_pool_acquire(f.pool), *y = sim_pool_acquire(f.pool);
     _Atomic int order[1], served = 0;
     waiter_arg wa = {f.pool, 0, order, &served, 5000, -1, NULL, 0, 0};
     pthread_t th;
@@ -490,7 +418,7 @@ static void test_head_polls_idle(void **state) {
     assert_served_in_time(wa.rc, wa.took_ms, 5000);
     assert_ptr_equal(lease_slot(wa.got), lease_slot(y)); /* same conn */
     tether_lease_release(x);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* The first waiter, once overdue, waits for the connection it used last
@@ -554,7 +482,7 @@ static void check_head_prefers_last(int last_comes_back) {
     while (atomic_load(&a.phase) == 0)
         sleep_ms(1);
     assert_int_equal(a.rc, 0);
-    tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
+    tether_lease *x = sim_pool_acquire(f.pool), *y = sim_pool_acquire(f.pool);
     /* the idle one, then a new one */
     assert_ptr_equal(lease_slot(x), lease_slot(a.first));
     atomic_store(&a.phase, 2);
@@ -583,7 +511,7 @@ static void check_head_prefers_last(int last_comes_back) {
         assert_true(a.aged_when_served); /* not before 2 x the limit */
         tether_lease_release(x);
     }
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_head_prefers_last(void **state) {
@@ -604,14 +532,14 @@ static void drain(int max, int n) {
     setup_real(&f, max, limit_ms * 1000);
     tether_lease *held[8];
     for (int i = 0; i < max; i++)
-        held[i] = must_acquire(f.pool);
+        held[i] = sim_pool_acquire(f.pool);
     waiters q;
     queue_waiters(&q, f.pool, n);
     age_head(f.pool, limit_ms + 1); /* the first release hands over */
     for (int i = 0; i < max; i++)
         tether_lease_release(held[i]);
     join_waiters(&q);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* A waiter that becomes first by a hand-over is not woken to poll; when
@@ -637,11 +565,11 @@ static void test_queue_full(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    real_opts(&f, &so, &po);
+    sim_pool_opts(&f, -1, &so, &po);
     po.max_size = 1;
     po.max_waiters = 2;
-    setup_with(&f, &so, &po);
-    tether_lease *held = must_acquire(f.pool);
+    sim_pool_open(&f, &so, &po);
+    tether_lease *held = sim_pool_acquire(f.pool);
     pthread_t th[2];
     waiter_arg wa[2];
     _Atomic int order[2], served = 0;
@@ -669,7 +597,7 @@ static void test_queue_full(void **state) {
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.queue_full, 1);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* ---- validation and broken connections ---------------------------------- */
@@ -678,20 +606,21 @@ static void test_validation_bypass(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 2);
-    tether_lease_release(must_acquire(f.pool));
+    tether_lease_release(sim_pool_acquire(f.pool));
     tether_sim_stats st;
-    advance_ms(&f, 400); /* inside the 500 ms window: no round trip */
-    tether_lease_release(must_acquire(f.pool));
+    sim_pool_advance_ms(&f, 400); /* inside the 500 ms window: no round trip */
+    tether_lease_release(sim_pool_acquire(f.pool));
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.validations, 0);
-    advance_ms(&f, 501); /* idle longer than the window: one round trip */
-    tether_lease_release(must_acquire(f.pool));
+    sim_pool_advance_ms(&f,
+                        501); /* idle longer than the window: one round trip */
+    tether_lease_release(sim_pool_acquire(f.pool));
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.validations, 1);
-    tether_lease_release(must_acquire(f.pool)); /* just used: none */
+    tether_lease_release(sim_pool_acquire(f.pool)); /* just used: none */
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.validations, 1);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* The socket probe: skipped for a connection released less than
@@ -702,29 +631,29 @@ static void test_probe_window(void **state) {
     fixture f;
     setup_virtual(&f, 1);
     tether_sim_stats st;
-    tether_lease_release(must_acquire(f.pool)); /* created just now */
-    tether_lease_release(must_acquire(f.pool)); /* 0 us later */
-    advance_ms(&f, 9);
-    tether_lease_release(must_acquire(f.pool)); /* 9 ms later */
+    tether_lease_release(sim_pool_acquire(f.pool)); /* created just now */
+    tether_lease_release(sim_pool_acquire(f.pool)); /* 0 us later */
+    sim_pool_advance_ms(&f, 9);
+    tether_lease_release(sim_pool_acquire(f.pool)); /* 9 ms later */
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.probes, 0);
-    advance_ms(&f, 10);
-    tether_lease_release(must_acquire(f.pool)); /* 10 ms: probed */
+    sim_pool_advance_ms(&f, 10);
+    tether_lease_release(sim_pool_acquire(f.pool)); /* 10 ms: probed */
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.probes, 1);
-    teardown(&f);
+    sim_pool_close(&f);
 
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&f, 1000, &so, &po);
+    sim_pool_opts(&f, 1000, &so, &po);
     po.max_size = 1;
     po.probe_idle_ms = 0;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     for (int i = 0; i < 3; i++)
-        tether_lease_release(must_acquire(f.pool));
+        tether_lease_release(sim_pool_acquire(f.pool));
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.probes, 3); /* every checkout, the new one's too */
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_broken_discarded_and_acquire_continues(void **state) {
@@ -733,14 +662,14 @@ static void test_broken_discarded_and_acquire_continues(void **state) {
     setup_virtual(&f, 3);
     tether_lease *l[3];
     for (int i = 0; i < 3; i++)
-        l[i] = must_acquire(f.pool);
+        l[i] = sim_pool_acquire(f.pool);
     uint64_t old[3];
     for (int i = 0; i < 3; i++) {
         old[i] = tether_sim_conn_id(tether_lease_handle(l[i]));
         tether_lease_release(l[i]);
     }
     tether_sim_break_all(f.sim); /* like terminating every backend */
-    tether_lease *n = must_acquire(f.pool);
+    tether_lease *n = sim_pool_acquire(f.pool);
     uint64_t id = tether_sim_conn_id(tether_lease_handle(n));
     for (int i = 0; i < 3; i++)
         assert_true(id != old[i]);
@@ -750,24 +679,24 @@ static void test_broken_discarded_and_acquire_continues(void **state) {
     assert_int_equal(m.closed_broken, 3);
     assert_int_equal(m.total, 1);
     tether_lease_release(n);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_failed_validation_continues(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 2);
-    leave_idle(&f, 2);
-    advance_ms(&f, 1000);
+    sim_pool_warm(&f, 2);
+    sim_pool_advance_ms(&f, 1000);
     tether_sim_break_all(f.sim);
     /* The cheap check sees them broken; a fresh one is made. */
-    tether_lease *c = must_acquire(f.pool);
+    tether_lease *c = sim_pool_acquire(f.pool);
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.closed_broken + m.closed_validation, 2);
     assert_int_equal(m.created, 3);
     tether_lease_release(c);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_reset_failure_discards(void **state) {
@@ -775,13 +704,13 @@ static void test_reset_failure_discards(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&f, 0, &so, &po);
+    sim_pool_opts(&f, 0, &so, &po);
     so.reset_fail_rate = 1.0;
-    setup_with(&f, &so, &po);
-    tether_lease *a = must_acquire(f.pool);
+    sim_pool_open(&f, &so, &po);
+    tether_lease *a = sim_pool_acquire(f.pool);
     uint64_t id = tether_sim_conn_id(tether_lease_handle(a));
     tether_lease_release(a); /* state unknown: never reused */
-    tether_lease *b = must_acquire(f.pool);
+    tether_lease *b = sim_pool_acquire(f.pool);
     assert_true(tether_sim_conn_id(tether_lease_handle(b)) != id);
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
@@ -790,7 +719,7 @@ static void test_reset_failure_discards(void **state) {
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.closed_discarded, 1);
     assert_int_equal(m.total, 0);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* ---- clear, fatal errors ------------------------------------------------- */
@@ -799,8 +728,8 @@ static void test_clear_generations(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 4);
-    tether_lease *held = must_acquire(f.pool);
-    tether_lease *idle = must_acquire(f.pool);
+    tether_lease *held = sim_pool_acquire(f.pool);
+    tether_lease *idle = sim_pool_acquire(f.pool);
     uint64_t held_id = tether_sim_conn_id(tether_lease_handle(held));
     tether_lease_release(idle);
     tether_pool_clear(f.pool);
@@ -813,17 +742,17 @@ static void test_clear_generations(void **state) {
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.closed_cleared, 2);
     assert_int_equal(m.total, 0);
-    tether_lease *n = must_acquire(f.pool);
+    tether_lease *n = sim_pool_acquire(f.pool);
     assert_true(tether_sim_conn_id(tether_lease_handle(n)) != held_id);
     tether_lease_release(n);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_fatal_error_clears_pool(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 4);
-    tether_lease *a = must_acquire(f.pool), *b = must_acquire(f.pool);
+    tether_lease *a = sim_pool_acquire(f.pool), *b = sim_pool_acquire(f.pool);
     tether_lease_release(b);
     tether_sim_fatal_all(f.sim); /* e.g. the server shut down */
     tether_lease_release(a);     /* its return clears the pool */
@@ -831,7 +760,7 @@ static void test_fatal_error_clears_pool(void **state) {
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.total, 0);
     assert_int_equal(m.closed_cleared, 2);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* A fatal event (a role change reported while idle) seen by the liveness
@@ -841,9 +770,9 @@ static void test_fatal_seen_at_checkout(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 4);
-    leave_idle(&f, 2);
+    sim_pool_warm(&f, 2);
     tether_sim_fatal_all(f.sim); /* both idle when the server changes role */
-    tether_lease *c = must_acquire(f.pool);
+    tether_lease *c = sim_pool_acquire(f.pool);
     /* Both old ones closed as cleared, the lease is a third connection
      * (handles cannot tell: a new one may reuse a freed address). */
     tether_pool_metrics m;
@@ -855,7 +784,7 @@ static void test_fatal_seen_at_checkout(void **state) {
     tether_lease_release(c); /* a new connection: no fatal event, kept */
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.idle, 1);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* ---- housekeeping: idle timeout, lifetime, keepalive, leaks -------------- */
@@ -870,12 +799,12 @@ static void test_idle_timeout_randomized_and_min_kept(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&f, 1000, &so, &po);
+    sim_pool_opts(&f, 1000, &so, &po);
     po.max_size = 6;
     po.min_size = 2;
     po.max_lifetime_ms = 0; /* idle time alone */
     po.seed = 1;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     tether_pool_metrics m;
     for (int i = 0; i < 10000; i++) { /* the warm-up: min_size idle */
         tether_pool_metrics_get(f.pool, &m);
@@ -886,10 +815,11 @@ static void test_idle_timeout_randomized_and_min_kept(void **state) {
     assert_int_equal(m.idle, 2);
     tether_lease *l[6];
     for (int i = 0; i < 6; i++)
-        l[i] = must_acquire(f.pool);
+        l[i] = sim_pool_acquire(f.pool);
     for (int i = 0; i < 5; i++)
         tether_lease_release(l[i]); /* l[5] stays in use */
-    advance_ms(&f, 240000 - 1);     /* just under the shortest idle limit */
+    sim_pool_advance_ms(&f,
+                        240000 - 1); /* just under the shortest idle limit */
     tether__pool_housekeep(f.pool);
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.closed_idle, 0);
@@ -897,7 +827,7 @@ static void test_idle_timeout_randomized_and_min_kept(void **state) {
     int passes_with_closes = 0;
     uint64_t before = 0;
     for (int s = 0; s < 250; s++) {
-        advance_ms(&f, 1000);
+        sim_pool_advance_ms(&f, 1000);
         tether__pool_housekeep(f.pool);
         tether_pool_metrics_get(f.pool, &m);
         passes_with_closes += m.closed_idle != before;
@@ -906,7 +836,7 @@ static void test_idle_timeout_randomized_and_min_kept(void **state) {
     assert_int_equal(m.closed_idle, 4);
     assert_true(passes_with_closes >= 2);
     /* min_size kept: the leased one and one idle, long past its limit. */
-    advance_ms(&f, 3600000);
+    sim_pool_advance_ms(&f, 3600000);
     tether__pool_housekeep(f.pool);
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.closed_idle, 4);
@@ -916,7 +846,7 @@ static void test_idle_timeout_randomized_and_min_kept(void **state) {
     assert_int_equal(m.in_use, 1); /* the leased one was never touched */
     assert_int_equal(tether_sim_use(tether_lease_handle(l[5]), NULL), 0);
     tether_lease_release(l[5]);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_lifetime_spaced_and_never_in_use(void **state) {
@@ -924,16 +854,16 @@ static void test_lifetime_spaced_and_never_in_use(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&f, 0, &so, &po);
+    sim_pool_opts(&f, 0, &so, &po);
     po.max_size = 8;
     po.max_lifetime_ms = 100000;
     po.idle_timeout_ms = 0;
     po.keepalive_ms = 0;
     po.seed = 3;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     tether_lease *l[8];
     for (int i = 0; i < 8; i++)
-        l[i] = must_acquire(f.pool);
+        l[i] = sim_pool_acquire(f.pool);
     /* Each lifetime is drawn in [0.85, 1] x max_lifetime_ms: spread out,
      * not one factor for all (which would retire them together). */
     int64_t shortest = INT64_MAX, longest = 0;
@@ -974,26 +904,26 @@ static void test_lifetime_spaced_and_never_in_use(void **state) {
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.in_use, 1);
     tether_lease_release(l[0]); /* ... and retired on its return */
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_keepalive_validates_idle(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 2);
-    tether_lease_release(must_acquire(f.pool));
-    advance_ms(&f, 120000);
+    tether_lease_release(sim_pool_acquire(f.pool));
+    sim_pool_advance_ms(&f, 120000);
     tether__pool_housekeep(f.pool);
     tether_sim_stats st;
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.validations, 1);
     tether_sim_break_all(f.sim);
-    advance_ms(&f, 1000);
+    sim_pool_advance_ms(&f, 1000);
     tether__pool_housekeep(f.pool); /* the cheap check finds it broken */
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.total, 0);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 typedef struct logbuf {
@@ -1016,17 +946,17 @@ static void test_stale_release_refused(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&f, 1000, &so, &po);
+    sim_pool_opts(&f, 1000, &so, &po);
     po.max_size = 1;
     logbuf lb = {0};
     po.log = capture;
     po.log_ctx = &lb;
-    setup_with(&f, &so, &po);
-    tether_lease *a = must_acquire(f.pool);
+    sim_pool_open(&f, &so, &po);
+    tether_lease *a = sim_pool_acquire(f.pool);
     void *h = tether_lease_handle(a);
     assert_int_equal(tether_lease_release(a), 0);
     assert_null(tether_lease_handle(a)); /* no longer held */
-    tether_lease *b = must_acquire(f.pool);
+    tether_lease *b = sim_pool_acquire(f.pool);
     assert_ptr_equal(tether_lease_handle(b), h); /* the same connection */
     assert_int_equal(tether_lease_release(a), TETHER_EINVAL);
     assert_int_equal(tether_lease_discard(a), TETHER_EINVAL);
@@ -1044,12 +974,12 @@ static void test_stale_release_refused(void **state) {
     assert_int_equal(tether_lease_release(b), TETHER_EINVAL);
     assert_int_equal(tether_lease_release(NULL), 0); /* as free(NULL) */
     assert_null(tether_lease_handle(NULL));
-    c = must_acquire(f.pool); /* a new connection after the discard */
+    c = sim_pool_acquire(f.pool); /* a new connection after the discard */
     assert_int_equal(tether_lease_release(c), 0);
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.closed_discarded, 1);
     assert_int_equal(m.stale_releases, 3);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* Housekeeping takes an idle connection (RESERVED) and, done with it,
@@ -1058,7 +988,7 @@ static void test_housekept_handoff_release(void **state) {
     (void)state;
     fixture f;
     setup_real(&f, 1, 0);
-    tether_lease *a = must_acquire(f.pool);
+    tether_lease *a = sim_pool_acquire(f.pool);
     tether__slot *s = lease_slot(a);
     assert_int_equal(tether_lease_release(a), 0);
     assert_true(slot_cas(s, SLOT_IDLE, SLOT_RESERVED)); /* as a pass does */
@@ -1070,7 +1000,7 @@ static void test_housekept_handoff_release(void **state) {
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.stale_releases, 0);
     assert_int_equal(m.in_use, 0);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_leak_report_once_with_place(void **state) {
@@ -1080,20 +1010,20 @@ static void test_leak_report_once_with_place(void **state) {
     memset(&lb, 0, sizeof(lb));
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&f, 0, &so, &po);
+    sim_pool_opts(&f, 0, &so, &po);
     po.leak_threshold_ms = 2000;
     po.log = capture;
     po.log_ctx = &lb;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     tether_lease *l = NULL;
     int line = __LINE__ + 1;
     assert_int_equal(tether_pool_acquire(f.pool, 100, &l, NULL), 0);
-    advance_ms(&f, 1999);
+    sim_pool_advance_ms(&f, 1999);
     tether__pool_housekeep(f.pool);
     assert_int_equal(lb.warns, 0);
-    advance_ms(&f, 2);
+    sim_pool_advance_ms(&f, 2);
     tether__pool_housekeep(f.pool);
-    advance_ms(&f, 5000);
+    sim_pool_advance_ms(&f, 5000);
     tether__pool_housekeep(f.pool);
     assert_int_equal(lb.warns, 1); /* once */
     char where[64];
@@ -1103,7 +1033,7 @@ static void test_leak_report_once_with_place(void **state) {
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.leaks, 1);
     tether_lease_release(l);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* ---- blocking period (docs/breaker.md) ---------------------------------- */
@@ -1113,11 +1043,11 @@ static void test_blocking_period_timeline(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&f, 1000, &so, &po);
+    sim_pool_opts(&f, 1000, &so, &po);
     po.max_size = 2;
     po.seed = 1;
     po.breaker.jitter = 0; /* the nominal periods, exactly */
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     tether_sim_set_down(f.sim, 1);
     tether_error err = {0};
     tether_lease *l = NULL;
@@ -1132,7 +1062,7 @@ static void test_blocking_period_timeline(void **state) {
          * gets the cached error at once, and no connect is made. */
         tether_sim_stats_get(f.sim, &st);
         uint64_t connects = st.connects;
-        advance_ms(&f, periods[i] - 500);
+        sim_pool_advance_ms(&f, periods[i] - 500);
         assert_int_equal(tether_pool_acquire(f.pool, 400, &l, &err),
                          TETHER_EOPEN);
         assert_int_equal(err.code, TETHER_EOPEN);
@@ -1151,14 +1081,14 @@ static void test_blocking_period_timeline(void **state) {
         assert_int_equal(st.connects, connects + 1);
     }
     tether_sim_set_down(f.sim, 0);
-    advance_ms(&f, 60000);
-    l = must_acquire(f.pool); /* the probe succeeds: closed again */
+    sim_pool_advance_ms(&f, 60000);
+    l = sim_pool_acquire(f.pool); /* the probe succeeds: closed again */
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
     assert_true(m.breaker_rejections >= 6);
     tether_lease_release(l);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* While the breaker blocks connects, a caller that finds no idle
@@ -1169,7 +1099,7 @@ static void test_blocking_period_waits_for_release(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 3);
-    tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
+    tether_lease *x = sim_pool_acquire(f.pool), *y = sim_pool_acquire(f.pool);
     tether_sim_set_down(f.sim, 1);
     tether_error err = {0};
     tether_lease *l = NULL;
@@ -1187,7 +1117,7 @@ static void test_blocking_period_waits_for_release(void **state) {
     /* A waiter while only x is out: x is discarded, no release is left
      * to wait for, and the waiter waits for the breaker's probe (its
      * deadline, 5 s, covers the period), which fails: the period grows. */
-    y = must_acquire(f.pool);
+    y = sim_pool_acquire(f.pool);
     tether_lease_discard(y);
     tether_sim_stats st, st2;
     tether_sim_stats_get(f.sim, &st);
@@ -1206,7 +1136,7 @@ static void test_blocking_period_waits_for_release(void **state) {
                      TETHER_EOPEN); /* none out: at once */
     tether_sim_stats_get(f.sim, &st2);
     assert_int_equal(st2.connects, st.connects);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* On the real clock, callers that find nothing out while the breaker
@@ -1219,11 +1149,11 @@ static void test_blocking_period_waits_for_probe(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    real_opts(&f, &so, &po);
+    sim_pool_opts(&f, -1, &so, &po);
     po.max_size = 1;
     po.breaker.jitter = 0;
     po.breaker.open_ms = 300;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     tether_sim_set_down(f.sim, 1);
     tether_error err = {0};
     tether_lease *l = NULL;
@@ -1260,7 +1190,7 @@ static void test_blocking_period_waits_for_probe(void **state) {
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* A pool on the real clock whose connects take latency_ms and whose
@@ -1269,12 +1199,12 @@ static void test_blocking_period_waits_for_probe(void **state) {
 static void setup_opened(fixture *f, int64_t latency_ms, int max) {
     tether_sim_opts so;
     tether_pool_opts po;
-    real_opts(f, &so, &po);
+    sim_pool_opts(f, -1, &so, &po);
     so.connect_latency_ms = latency_ms;
     po.max_size = max;
     po.breaker.jitter = 0;
     po.breaker.open_ms = 200;
-    setup_with(f, &so, &po);
+    sim_pool_open(f, &so, &po);
     tether_sim_set_down(f->sim, 1);
     tether_error err = {0};
     tether_lease *l = NULL;
@@ -1314,9 +1244,9 @@ static void test_probe_has_whole_budget(void **state) {
     assert_int_equal(m.probes, 1);
     assert_int_equal(m.probe_failures, 0);
     assert_int_equal(m.idle, 1); /* the probe's connection */
-    l = must_acquire(f.pool);
+    l = sim_pool_acquire(f.pool);
     tether_lease_release(l);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* The probe's connection goes to the caller that waited for it; that
@@ -1341,7 +1271,7 @@ static void test_probe_connection_to_waiter(void **state) {
     assert_int_equal(st.connects, connects + 1); /* the probe's only */
     assert_int_equal(m.total, 1);
     tether_lease_release(l);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* A connect cut short by its caller's deadline before it learnt anything
@@ -1353,10 +1283,10 @@ static void test_cut_connect_not_counted(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    real_opts(&f, &so, &po);
+    sim_pool_opts(&f, -1, &so, &po);
     so.connect_latency_ms = 200;
     po.max_size = 2;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     tether_error err = {0};
     tether_lease *l = NULL;
     assert_int_equal(tether_pool_acquire(f.pool, 50, &l, &err),
@@ -1368,7 +1298,7 @@ static void test_cut_connect_not_counted(void **state) {
     assert_int_equal(m.connect_failures, 0);
     assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err), 0);
     tether_lease_release(l);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* A server that refuses a connect as busy (53300) is up: the breaker stays
@@ -1379,11 +1309,11 @@ static void test_throttled_connect_waits_for_release(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&f, 1000, &so, &po);
+    sim_pool_opts(&f, 1000, &so, &po);
     so.max_connections = 2; /* beyond: refused as throttled */
     po.max_size = 3;
-    setup_with(&f, &so, &po);
-    tether_lease *x = must_acquire(f.pool), *y = must_acquire(f.pool);
+    sim_pool_open(&f, &so, &po);
+    tether_lease *x = sim_pool_acquire(f.pool), *y = sim_pool_acquire(f.pool);
     _Atomic int order[1], served = 0;
     waiter_arg wa = {f.pool, 0, order, &served, 5000, -1, NULL, 0, 0};
     pthread_t th;
@@ -1398,7 +1328,7 @@ static void test_throttled_connect_waits_for_release(void **state) {
     assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
     assert_int_equal(m.breaker_rejections, 0);
     tether_lease_release(y);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* A server starting up or shutting down (57P03) serves no new session,
@@ -1410,11 +1340,11 @@ static void test_shutting_down_paces_with_others_out(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    real_opts(&f, &so, &po);
+    sim_pool_opts(&f, -1, &so, &po);
     po.max_size = 4;
     po.breaker.jitter = 0;
-    setup_with(&f, &so, &po);
-    tether_lease *x = must_acquire(f.pool);
+    sim_pool_open(&f, &so, &po);
+    tether_lease *x = sim_pool_acquire(f.pool);
     tether_sim_fail_next_sqlstate(f.sim, 1, TETHER_ETHROTTLED,
                                   TETHER_CLASS_THROTTLED, "57P03");
     tether_error err = {0};
@@ -1431,7 +1361,7 @@ static void test_shutting_down_paces_with_others_out(void **state) {
     tether_sim_stats_get(f.sim, &st2);
     assert_int_equal(st2.connects, st.connects);
     tether_lease_release(x);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* A pool with no connection whose connect the server refused as busy has
@@ -1443,11 +1373,11 @@ static void test_throttled_with_none_out_paces(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&f, 1000, &so, &po);
+    sim_pool_opts(&f, 1000, &so, &po);
     po.max_size = 2;
     po.seed = 3;
     po.breaker.jitter = 0;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     tether_sim_fail_next(f.sim, 1, TETHER_ETHROTTLED, TETHER_CLASS_THROTTLED);
     tether_error err = {0};
     tether_lease *l = NULL;
@@ -1460,13 +1390,13 @@ static void test_throttled_with_none_out_paces(void **state) {
     assert_int_equal(err.cls, TETHER_CLASS_THROTTLED);
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.connects, connects); /* no second connect */
-    advance_ms(&f, po.breaker.open_ms);
-    l = must_acquire(f.pool); /* the probe: admitted this time */
+    sim_pool_advance_ms(&f, po.breaker.open_ms);
+    l = sim_pool_acquire(f.pool); /* the probe: admitted this time */
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
     tether_lease_release(l);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* An authentication failure is permanent: no retry, no further connect.
@@ -1482,13 +1412,13 @@ static void test_auth_failure_no_password(void **state) {
     memset(&lb, 0, sizeof(lb));
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&f, 1000, &so, &po);
+    sim_pool_opts(&f, 1000, &so, &po);
     so.auth_fail_rate = 1.0;
     po.max_size = 2;
     po.conninfo = "host=db1 user=app password=" SECRET " dbname=app";
     po.log = capture;
     po.log_ctx = &lb;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     tether_error err = {0};
     tether_lease *l = NULL;
     assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err), TETHER_EAUTH);
@@ -1510,7 +1440,7 @@ static void test_auth_failure_no_password(void **state) {
     tether_sim_stats st;
     tether_sim_stats_get(f.sim, &st);
     assert_true(st.connects <= 2);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* A breaker opened by a permanent failure (a wrong password) is not worth
@@ -1521,12 +1451,12 @@ static void test_permanent_failure_fails_fast(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    real_opts(&f, &so, &po);
+    sim_pool_opts(&f, -1, &so, &po);
     so.auth_fail_rate = 1.0;
     po.max_size = 2;
     po.breaker.jitter = 0;
     po.breaker.open_ms = 300;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     tether_error err = {0};
     tether_lease *l = NULL;
     assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err), TETHER_EAUTH);
@@ -1538,7 +1468,7 @@ static void test_permanent_failure_fails_fast(void **state) {
     assert_int_equal(err.cause, TETHER_EAUTH);
     tether_sim_stats_get(f.sim, &st2);
     assert_int_equal(st2.connects, st.connects);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* ---- no lock across a connect ------------------------------------------ */
@@ -1669,7 +1599,7 @@ static void test_no_lock_across_connect(void **state) {
     po.max_size = 3;
     po.min_size = 1;
     po.max_creating = 1;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     pthread_mutex_lock(&lp.mu);
     lp.pool = f.pool;
     lp.created = 1;
@@ -1683,11 +1613,11 @@ static void test_no_lock_across_connect(void **state) {
         sleep_ms(1);
     }
     assert_int_equal(m.idle, 1);
-    tether_lease *a = must_acquire(f.pool); /* the idle one */
+    tether_lease *a = sim_pool_acquire(f.pool); /* the idle one */
     pthread_mutex_lock(&lp.mu);
     lp.spawn = 1;
     pthread_mutex_unlock(&lp.mu);
-    tether_lease *b = must_acquire(f.pool); /* creates; the second waits */
+    tether_lease *b = sim_pool_acquire(f.pool); /* creates; the second waits */
     if (lp.spawned)
         pthread_join(lp.second, NULL); /* then creates */
     tether_lease_release(a);
@@ -1768,8 +1698,8 @@ static void test_close_semantics(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 3);
-    tether_lease *held = must_acquire(f.pool);
-    tether_lease_release(must_acquire(f.pool));
+    tether_lease *held = sim_pool_acquire(f.pool);
+    tether_lease_release(sim_pool_acquire(f.pool));
     /* Close with a short wait: the lease is still out; it waits 20 ms. */
     thread_time t0 = thread_time_start();
     assert_int_equal(tether_pool_close(f.pool, 20, NULL), TETHER_ETIMEDOUT);
@@ -1795,14 +1725,14 @@ static void test_close_semantics(void **state) {
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.total, 0);
     assert_int_equal(m.closed_shutdown, 2);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 static void test_close_wakes_waiters(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 1);
-    tether_lease *held = must_acquire(f.pool);
+    tether_lease *held = sim_pool_acquire(f.pool);
     pthread_t th;
     _Atomic int order[1], served = 0;
     waiter_arg wa = {f.pool, 0, order, &served, 10000, 0, NULL, 0, 0};
@@ -1814,7 +1744,7 @@ static void test_close_wakes_waiters(void **state) {
     assert_int_equal(wa.rc, TETHER_ECLOSED);
     assert_true(now_ms() - t0 < 1000);
     tether_lease_release(held);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* Close while other threads keep acquiring and releasing: close returns
@@ -1849,7 +1779,7 @@ static void test_close_during_releases(void **state) {
         tether_pool_metrics m;
         tether_pool_metrics_get(f.pool, &m);
         assert_int_equal(m.total, 0);
-        teardown(&f);
+        sim_pool_close(&f);
     }
 }
 
@@ -1879,7 +1809,7 @@ static void test_destroy_waits_for_release(void **state) {
     for (int round = 0; round < 20; round++) {
         fixture f;
         setup_real(&f, 2, 0);
-        releaser r = {must_acquire(f.pool), 0};
+        releaser r = {sim_pool_acquire(f.pool), 0};
         pthread_t th;
         pthread_create(&th, NULL, release_main, &r);
         atomic_store_explicit(&r.go, 1, memory_order_relaxed);
@@ -1887,7 +1817,7 @@ static void test_destroy_waits_for_release(void **state) {
         do
             tether_pool_metrics_get(f.pool, &m);
         while (m.in_use > 0);
-        teardown(&f);
+        sim_pool_close(&f);
         pthread_join(th, NULL);
     }
 }
@@ -1899,10 +1829,10 @@ static void test_warmup_to_min_in_background(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    real_opts(&f, &so, &po);
+    sim_pool_opts(&f, -1, &so, &po);
     po.min_size = 4;
     po.max_size = 8;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     tether_pool_metrics m;
     for (int i = 0; i < 2000; i++) {
         tether_pool_metrics_get(f.pool, &m);
@@ -1913,7 +1843,7 @@ static void test_warmup_to_min_in_background(void **state) {
     }
     assert_int_equal(m.idle, 4);
     assert_int_equal(m.created, 4);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* ---- run() --------------------------------------------------------------- */
@@ -1936,7 +1866,7 @@ static void test_run_retries_idempotent_only(void **state) {
                      TETHER_EBROKEN);
     assert_int_equal(w.calls, 1);
     assert_int_equal(err.stop, TETHER_STOP_NOT_IDEMPOTENT);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* tether_pool_run_for: the caller's deadline bounds the wait for a
@@ -1946,15 +1876,15 @@ static void test_run_for_deadline(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    real_opts(&f, &so, &po);
+    sim_pool_opts(&f, -1, &so, &po);
     po.max_size = 1;
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     tether_error err = {0};
     work w = {0, 0};
     assert_int_equal(
         tether_pool_run_for(f.pool, TETHER_IDEMPOTENT, 0, use_conn, &w, &err),
         TETHER_ETIMEDOUT); /* none idle yet, no time to connect */
-    tether_lease *held = must_acquire(f.pool);
+    tether_lease *held = sim_pool_acquire(f.pool);
     check_deadline(f.pool, 0, &w);
     check_deadline(f.pool, 80, &w);
     assert_int_equal(w.calls, 0);
@@ -1965,7 +1895,7 @@ static void test_run_for_deadline(void **state) {
     assert_int_equal(w.calls, 1);
     assert_int_equal(tether_pool_run_for(f.pool, 0, -2, use_conn, &w, &err),
                      TETHER_EINVAL);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* ---- metrics ------------------------------------------------------------- */
@@ -1974,7 +1904,7 @@ static void test_prometheus_text(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 2);
-    tether_lease_release(must_acquire(f.pool));
+    tether_lease_release(sim_pool_acquire(f.pool));
     char buf[8192];
     size_t n = tether_pool_metrics_prometheus(f.pool, buf, sizeof(buf));
     assert_true(n > 0 && n < sizeof(buf));
@@ -1991,7 +1921,7 @@ static void test_prometheus_text(void **state) {
              tether_pool_name(f.pool));
     assert_non_null(strstr(buf, want));
     assert_true(tether_pool_bytes_per_conn() <= 256);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* The text's size, snprintf-style: the full length whatever the buffer,
@@ -2000,7 +1930,7 @@ static void test_prometheus_sizes(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 2);
-    tether_lease_release(must_acquire(f.pool));
+    tether_lease_release(sim_pool_acquire(f.pool));
     size_t n = tether_pool_metrics_prometheus(f.pool, NULL, 0);
     assert_true(n > 1000);
     char *full = malloc(n + 1);
@@ -2025,7 +1955,7 @@ static void test_prometheus_sizes(void **state) {
     assert_int_equal(tether_pool_metrics_prometheus(f.pool, &one, 0), n);
     assert_int_equal(one, 'x'); /* size 0: nothing written */
     free(full);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* Pool names: "pool-N" by default, unique per pool; a given name is the
@@ -2039,26 +1969,26 @@ static void test_pool_names(void **state) {
     assert_int_equal(strncmp(na, "pool-", 5), 0);
     assert_int_equal(strncmp(nb, "pool-", 5), 0);
     assert_string_not_equal(na, nb);
-    teardown(&a);
-    teardown(&b);
+    sim_pool_close(&a);
+    sim_pool_close(&b);
 
     tether_sim_opts so;
     tether_pool_opts po;
-    virtual_opts(&a, 1000, &so, &po);
+    sim_pool_opts(&a, 1000, &so, &po);
     po.name = "orders \"eu\"";
-    setup_with(&a, &so, &po);
+    sim_pool_open(&a, &so, &po);
     assert_string_equal(tether_pool_name(a.pool), "orders \"eu\"");
     char buf[8192];
     tether_pool_metrics_prometheus(a.pool, buf, sizeof(buf));
     assert_non_null(
         strstr(buf, "tether_pool_waiters{pool=\"orders \\\"eu\\\"\"} 0"));
-    teardown(&a);
+    sim_pool_close(&a);
 
     char long_name[TETHER_POOL_NAME_MAX + 2];
     memset(long_name, 'n', sizeof(long_name) - 1);
     long_name[sizeof(long_name) - 1] = '\0';
     const char *bad[] = {"", "two\nlines", long_name};
-    virtual_opts(&a, 1000, &so, &po);
+    sim_pool_opts(&a, 1000, &so, &po);
     tether_sim *sim = NULL;
     tether_error err = {0};
     assert_int_equal(tether_sim_create(&sim, &so, &err), 0);
@@ -2150,7 +2080,7 @@ static void test_metrics_documented(void **state) {
         if (!strstr(doc, l))
             fail_msg("docs/metrics.md does not explain the label %s", l);
     }
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 /* ---- stress: ownership marker and accounting ----------------------------- */
@@ -2198,7 +2128,7 @@ static void test_stress_no_double_lease(void **state) {
     fixture f;
     tether_sim_opts so;
     tether_pool_opts po;
-    real_opts(&f, &so, &po);
+    sim_pool_opts(&f, -1, &so, &po);
     so.break_in_use_rate = 0.01;
     so.break_idle_rate = 0.005;
     so.reset_fail_rate = 0.005;
@@ -2209,7 +2139,7 @@ static void test_stress_no_double_lease(void **state) {
     po.validate_idle_ms = 0;
     po.keepalive_ms = 1; /* housekeeping takes idle connections and hands
                             them to waiters */
-    setup_with(&f, &so, &po);
+    sim_pool_open(&f, &so, &po);
     pthread_t th[STRESS_THREADS];
     stress_arg sa[STRESS_THREADS];
     for (int i = 0; i < STRESS_THREADS; i++) {
@@ -2238,7 +2168,7 @@ static void test_stress_no_double_lease(void **state) {
     tether_sim_stats st;
     tether_sim_stats_get(f.sim, &st);
     assert_int_equal(st.open, (uint64_t)m.total);
-    teardown(&f);
+    sim_pool_close(&f);
 }
 
 int main(void) {
