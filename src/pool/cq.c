@@ -374,14 +374,9 @@ int tether_pool_acquire_start(tether_pool *p, tether_cq *cq, int64_t timeout_ms,
         *ticket = 0;
     if (!p || !cq)
         return tether__null(err, "tether_pool_acquire_start", p ? "cq" : "p");
-    if (timeout_ms < -1)
-        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
-                                "pool %s: bad acquire timeout_ms %lld: want "
-                                "-1 (the pool's) or >= 0",
-                                p->name, (long long)timeout_ms);
-    if (timeout_ms < 0)
-        timeout_ms = p->o.acquire_timeout_ms;
-    timeout_ms = TETHER__MIN(timeout_ms, TETHER_DURATION_MAX_MS);
+    int rc = tether__pool_acquire_limit(p, timeout_ms, &timeout_ms, err);
+    if (rc)
+        return rc;
     tether__cq_entry *e = tether__malloc(sizeof(*e));
     if (!e)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,

@@ -249,6 +249,19 @@ const int64_t tether__hist_bounds_us[TETHER_HIST_BUCKETS] = {
     10,    50,    100,   250,    500,    1000,    2500,    5000,
     10000, 25000, 50000, 100000, 250000, 1000000, 5000000, INT64_MAX};
 
+int tether__pool_acquire_limit(const tether_pool *p, int64_t timeout_ms,
+                               int64_t *ms, tether_error *err) {
+    if (timeout_ms < -1)
+        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
+                                "pool %s: bad acquire timeout_ms %lld: want "
+                                "-1 (the pool's) or >= 0",
+                                p->name, (long long)timeout_ms);
+    if (timeout_ms < 0)
+        timeout_ms = p->o.acquire_timeout_ms;
+    *ms = TETHER__MIN(timeout_ms, TETHER_DURATION_MAX_MS);
+    return 0;
+}
+
 void tether__pool_hist_add(tether_pool *p, int64_t us) {
     int i = 0;
     while (i < TETHER_HIST_BUCKETS - 1 && us > tether__hist_bounds_us[i])

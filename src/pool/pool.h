@@ -285,6 +285,13 @@ static inline int64_t tether__ms_left(int64_t deadline_ns) {
  * is INT64_MAX). */
 extern const int64_t tether__hist_bounds_us[TETHER_HIST_BUCKETS];
 
+/* tether__pool_acquire_limit checks an acquire's timeout_ms and stores in
+ * *ms what the acquire may wait: the pool's acquire timeout for -1,
+ * capped at TETHER_DURATION_MAX_MS. Returns 0, or TETHER_EINVAL (below
+ * -1) with err naming the value. */
+int tether__pool_acquire_limit(const tether_pool *p, int64_t timeout_ms,
+                               int64_t *ms, tether_error *err);
+
 /* tether__pool_hist_add counts one timed acquire of us microseconds in p's
  * histogram (metrics.c reads it). */
 void tether__pool_hist_add(tether_pool *p, int64_t us);

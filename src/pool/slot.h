@@ -163,22 +163,9 @@ static inline tether__slot *lease_slot(const tether_lease *l) {
     return (tether__slot *)a;
 }
 
-/* lease_current says whether l names its slot's current lease: the slot
- * is in use and, for a tagged l, in l's generation. */
-static inline int lease_current(const tether_lease *l, unsigned v) {
-    if ((v & SLOT_MASK) != SLOT_USED)
-        return 0;
-#if UINTPTR_MAX > 0xffffffffu
-    uintptr_t a = (uintptr_t)l;
-    if (a >> 63)
-        return (a >> LEASE_TAG_SHIFT) == lease_tag(v);
-#endif
-    return 1;
-}
-
 /* lease_plain says whether l names its slot's current lease (as
- * lease_current) and that lease was acquired without a key: the release
- * fast path's single test. */
+ * lease_current below) and that lease was acquired without a key: the
+ * release fast path's single test. */
 static inline int lease_plain(const tether_lease *l, unsigned v) {
     if ((v & (SLOT_MASK | SLOT_KEYED)) != SLOT_USED)
         return 0;
@@ -188,6 +175,12 @@ static inline int lease_plain(const tether_lease *l, unsigned v) {
         return (a >> LEASE_TAG_SHIFT) == lease_tag(v);
 #endif
     return 1;
+}
+
+/* lease_current says whether l names its slot's current lease: the slot
+ * is in use and, for a tagged l, in l's generation (keyed or not). */
+static inline int lease_current(const tether_lease *l, unsigned v) {
+    return lease_plain(l, v & ~SLOT_KEYED);
 }
 
 /* lease_held returns the slot of l when l names its current lease, else

@@ -529,18 +529,13 @@ static int acquire_slow(acq *a, tether__slot **out) {
 __attribute__((noinline)) int
 tether__waitq_acquire(tether_pool *p, int64_t timeout_ms, tether__slot **out,
                       tether_error *err, const char *file, int line) {
-    if (timeout_ms < -1)
-        return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
-                                "pool %s: bad acquire timeout_ms %lld: want "
-                                "-1 (the pool's) or >= 0",
-                                p->name, (long long)timeout_ms);
-    if (timeout_ms < 0)
-        timeout_ms = p->o.acquire_timeout_ms;
-    timeout_ms = TETHER__MIN(timeout_ms, TETHER_DURATION_MAX_MS);
+    int rc = tether__pool_acquire_limit(p, timeout_ms, &timeout_ms, err);
+    if (rc)
+        return rc;
     tether_error scratch; /* acquire_slow reads the class of a failure */
     acq a = {p, tether__mono_ns(), 0, file, line, err ? err : &scratch, 0, 0};
     a.deadline_ns = a.start_ns + timeout_ms * 1000000LL;
-    int rc = acquire_slow(&a, out);
+    rc = acquire_slow(&a, out);
     if (rc == 0)
         tether__pool_hist_add(p, (tether__mono_ns() - a.start_ns) / 1000);
     return rc;

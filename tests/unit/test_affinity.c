@@ -16,22 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../support/logbuf.h"
 #include "../support/sim_pool.h"
 #include "housekeeper.h"
 #include "pool_inspect.h"
-
-typedef struct logbuf {
-    char text[8192];
-    int warns;
-} logbuf;
-
-static void capture(void *ctx, tether_log_level level, const char *msg) {
-    logbuf *b = ctx;
-    if (level == TETHER_LOG_WARN)
-        b->warns++;
-    strncat(b->text, msg, sizeof(b->text) - strlen(b->text) - 2);
-    strcat(b->text, "\n");
-}
 
 static tether_lease *acquire_key(tether_pool *p, uint64_t key) {
     tether_lease *l = NULL;
@@ -67,7 +55,7 @@ static void open_pool(sim_pool *f, int max, logbuf *log) {
     po.max_size = max;
     po.txn_reserve_timeout_ms = 5000;
     if (log) {
-        po.log = capture;
+        po.log = logbuf_capture;
         po.log_ctx = log;
     }
     sim_pool_open(f, &so, &po);
@@ -288,7 +276,7 @@ static void test_keyless_open_txn_warns(void **state) {
     sim_pool_opts(&f, 1000, &so, &po);
     po.max_size = 2;
     po.leak_threshold_ms = 60000;
-    po.log = capture;
+    po.log = logbuf_capture;
     po.log_ctx = &log;
     sim_pool_open(&f, &so, &po);
     for (int round = 0; round < 3; round++) {

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../support/clock.h"
+#include "../support/logbuf.h"
 #include "../support/sim_pool.h"
 #include "../support/thread_time.h"
 #include "pool_inspect.h"
@@ -926,19 +927,6 @@ static void test_keepalive_validates_idle(void **state) {
     sim_pool_close(&f);
 }
 
-typedef struct logbuf {
-    char text[4096];
-    int warns;
-} logbuf;
-
-static void capture(void *ctx, tether_log_level level, const char *msg) {
-    logbuf *b = ctx;
-    if (level == TETHER_LOG_WARN)
-        b->warns++;
-    strncat(b->text, msg, sizeof(b->text) - strlen(b->text) - 2);
-    strcat(b->text, "\n");
-}
-
 /* A stale release (after the connection went to another caller) is
  * refused and never hands the connection to a second holder. */
 static void test_stale_release_refused(void **state) {
@@ -949,7 +937,7 @@ static void test_stale_release_refused(void **state) {
     sim_pool_opts(&f, 1000, &so, &po);
     po.max_size = 1;
     logbuf lb = {0};
-    po.log = capture;
+    po.log = logbuf_capture;
     po.log_ctx = &lb;
     sim_pool_open(&f, &so, &po);
     tether_lease *a = sim_pool_acquire(f.pool);
@@ -1012,7 +1000,7 @@ static void test_leak_report_once_with_place(void **state) {
     tether_pool_opts po;
     sim_pool_opts(&f, 0, &so, &po);
     po.leak_threshold_ms = 2000;
-    po.log = capture;
+    po.log = logbuf_capture;
     po.log_ctx = &lb;
     sim_pool_open(&f, &so, &po);
     tether_lease *l = NULL;
@@ -1416,7 +1404,7 @@ static void test_auth_failure_no_password(void **state) {
     so.auth_fail_rate = 1.0;
     po.max_size = 2;
     po.conninfo = "host=db1 user=app password=" SECRET " dbname=app";
-    po.log = capture;
+    po.log = logbuf_capture;
     po.log_ctx = &lb;
     sim_pool_open(&f, &so, &po);
     tether_error err = {0};
