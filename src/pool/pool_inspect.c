@@ -1,5 +1,6 @@
 /* pool_inspect.c - the tests' window into a pool (pool_inspect.h). */
 #include "pool_inspect.h"
+#include "slot.h"
 #include "waitq.h"
 
 int tether__pool_inspect_waiters(tether_pool *p) {
@@ -38,6 +39,19 @@ int tether__pool_inspect_poke_head(tether_pool *p) {
 int tether__pool_inspect_slot_index(const tether_lease *l) {
     const tether__slot *s = lease_slot(l);
     return (int)(s - s->pool->slots);
+}
+
+int64_t tether__pool_inspect_lifetime_ms(const tether_lease *l) {
+    const tether__slot *s = lease_slot(l);
+    return s->expire_ms - s->created_ms;
+}
+
+int tether__pool_inspect_reserve_idle(tether_pool *p, int idx) {
+    return slot_cas(&p->slots[idx], SLOT_IDLE, SLOT_RESERVED);
+}
+
+void tether__pool_inspect_put_idle(tether_pool *p, int idx) {
+    tether__pool_put_idle(p, &p->slots[idx]);
 }
 
 int tether__pool_inspect_route_lag(tether_pool *p, tether__lag_fn lag,

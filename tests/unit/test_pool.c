@@ -417,7 +417,8 @@ static void test_head_polls_idle(void **state) {
     tether_lease_release(y);
     pthread_join(th, NULL);
     assert_served_in_time(wa.rc, wa.took_ms, 5000);
-    assert_ptr_equal(lease_slot(wa.got), lease_slot(y)); /* same conn */
+    assert_ptr_equal(tether__pool_inspect_slot_index(wa.got),
+                     tether__pool_inspect_slot_index(y)); /* same conn */
     tether_lease_release(x);
     sim_pool_close(&f);
 }
@@ -485,7 +486,8 @@ static void check_head_prefers_last(int last_comes_back) {
     assert_int_equal(a.rc, 0);
     tether_lease *x = sim_pool_acquire(f.pool), *y = sim_pool_acquire(f.pool);
     /* the idle one, then a new one */
-    assert_ptr_equal(lease_slot(x), lease_slot(a.first));
+    assert_ptr_equal(tether__pool_inspect_slot_index(x),
+                     tether__pool_inspect_slot_index(a.first));
     atomic_store(&a.phase, 2);
     /* Past its rescan, which takes any idle connection (a release that ran
      * before the waiter was queued must not be missed): only asleep does
@@ -506,9 +508,11 @@ static void check_head_prefers_last(int last_comes_back) {
     pthread_join(th, NULL);
     assert_served_in_time(a.rc, a.took_ms, 5000);
     if (last_comes_back) {
-        assert_ptr_equal(lease_slot(a.got), lease_slot(x));
+        assert_ptr_equal(tether__pool_inspect_slot_index(a.got),
+                         tether__pool_inspect_slot_index(x));
     } else {
-        assert_ptr_equal(lease_slot(a.got), lease_slot(y));
+        assert_ptr_equal(tether__pool_inspect_slot_index(a.got),
+                         tether__pool_inspect_slot_index(y));
         assert_true(a.aged_when_served); /* not before 2 x the limit */
         tether_lease_release(x);
     }
@@ -869,8 +873,7 @@ static void test_lifetime_spaced_and_never_in_use(void **state) {
      * not one factor for all (which would retire them together). */
     int64_t shortest = INT64_MAX, longest = 0;
     for (int i = 0; i < 8; i++) {
-        const tether__slot *s = lease_slot(l[i]);
-        int64_t life = s->expire_ms - s->created_ms;
+        int64_t life = tether__pool_inspect_lifetime_ms(l[i]);
         assert_in_range(life, 85000, 100000);
         shortest = TETHER__MIN(shortest, life);
         longest = TETHER__MAX(longest, life);
@@ -977,12 +980,12 @@ static void test_housekept_handoff_release(void **state) {
     fixture f;
     setup_real(&f, 1, 0);
     tether_lease *a = sim_pool_acquire(f.pool);
-    tether__slot *s = lease_slot(a);
+    int s = tether__pool_inspect_slot_index(a);
     assert_int_equal(tether_lease_release(a), 0);
-    assert_true(slot_cas(s, SLOT_IDLE, SLOT_RESERVED)); /* as a pass does */
+    assert_true(tether__pool_inspect_reserve_idle(f.pool, s)); /* a pass */
     waiters q;
     queue_waiters(&q, f.pool, 1);
-    tether__pool_put_idle(f.pool, s); /* the pass is done with it */
+    tether__pool_inspect_put_idle(f.pool, s); /* the pass is done with it */
     join_waiters(&q);
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
@@ -1101,7 +1104,8 @@ static void test_blocking_period_waits_for_release(void **state) {
     tether_lease_release(y);
     pthread_join(th, NULL);
     assert_served_in_time(wa.rc, wa.took_ms, 5000);
-    assert_ptr_equal(lease_slot(wa.got), lease_slot(y)); /* same conn */
+    assert_ptr_equal(tether__pool_inspect_slot_index(wa.got),
+                     tether__pool_inspect_slot_index(y)); /* same conn */
     /* A waiter while only x is out: x is discarded, no release is left
      * to wait for, and the waiter waits for the breaker's probe (its
      * deadline, 5 s, covers the period), which fails: the period grows. */
@@ -1310,7 +1314,8 @@ static void test_throttled_connect_waits_for_release(void **state) {
     tether_lease_release(x);
     pthread_join(th, NULL);
     assert_served_in_time(wa.rc, wa.took_ms, 5000);
-    assert_ptr_equal(lease_slot(wa.got), lease_slot(x)); /* same conn */
+    assert_ptr_equal(tether__pool_inspect_slot_index(wa.got),
+                     tether__pool_inspect_slot_index(x)); /* same conn */
     tether_pool_metrics m;
     tether_pool_metrics_get(f.pool, &m);
     assert_int_equal(m.breaker_state, TETHER_BREAKER_CLOSED);
