@@ -105,7 +105,8 @@ struct tether_driver {
     /* Round-trip validation within timeout_ms: 0 or a negative error. */
     int (*validate)(void *conn, int64_t timeout_ms, tether_error *err);
     /* Reset on release (roll back; reset_query, which may be NULL, is the
-     * pool's tether_pool_opts.reset_query): 0 clean; TETHER_FATAL; or a
+     * pool's tether_pool_opts.reset_query): 0 clean; TETHER_ROLLED_BACK
+     * clean after rolling back an open transaction; TETHER_FATAL; or a
      * negative error when the session state is unknown (the pool discards
      * the connection). One call, as it runs on every release: keep it
      * cheap. */

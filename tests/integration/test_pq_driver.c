@@ -176,7 +176,7 @@ static void test_reset_after_begin(void **state) {
     exec_ok(conn, "BEGIN");
     exec_ok(conn, "CREATE TEMP TABLE t_pq_reset (x int)");
     assert_int_equal(PQtransactionStatus(pg(conn)), PQTRANS_INTRANS);
-    assert_int_equal(DRV->reset(conn, NULL, &err), 0);
+    assert_int_equal(DRV->reset(conn, NULL, &err), TETHER_ROLLED_BACK);
     assert_int_equal(PQtransactionStatus(pg(conn)), PQTRANS_IDLE);
     char v[16];
     scalar(conn, "SELECT count(*) FROM pg_class WHERE relname = 't_pq_reset'",
@@ -197,7 +197,7 @@ static void test_reset_after_failed_statement(void **state) {
     assert_string_equal(err.message, "division by zero");
     assert_int_equal(err.not_sent, 0);
     assert_int_equal(PQtransactionStatus(pg(conn)), PQTRANS_INERROR);
-    assert_int_equal(DRV->reset(conn, NULL, &err), 0);
+    assert_int_equal(DRV->reset(conn, NULL, &err), TETHER_ROLLED_BACK);
     assert_int_equal(PQtransactionStatus(pg(conn)), PQTRANS_IDLE);
     exec_ok(conn, "SELECT 1");
     DRV->close(conn);
