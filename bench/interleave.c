@@ -5,6 +5,8 @@
  *   bench_interleave --conninfo C [--threads T] [--pool P] [--seconds S]
  *                    [--phase-ms L] [--settle-ms S] [--acquire]
  *                    [--own-conns] [--control] [--json]
+ *                    [--sql TEXT [--param-max N]] [--prepared] [--gain]
+ *                    [--libpq]
  *
  * A tether pool of P connections (default 8) is filled before the window.
  * The window is cut into phases of L ms (default 25), in the order
@@ -43,14 +45,36 @@
  * working thread's CPU time (CLOCK_THREAD_CPUTIME_ID, read at the start
  * and end of its phases, not per statement) over the statements its
  * phases did, settle time included; threads that only sleep through a
- * phase are not counted. */
+ * phase are not counted.
+ *
+ * --sql TEXT runs TEXT instead of SELECT 1, its parameters $1..$n each an
+ * integer drawn per call in [1, --param-max] (default 100000: an aid at
+ * pgbench's scale 1): pooled phases with tether_pq_exec_params, dedicated
+ * ones with PQexecParams. --prepared (with no --sql: SELECT 1) makes it a
+ * statement declared on the pool (tether_pq_declare) that pooled phases
+ * run with tether_pq_exec_prepared, while dedicated phases PQprepare it
+ * once per connection and run PQexecPrepared. --gain (with --sql) puts the
+ * pool on both sides: D phases run the statement unprepared through the
+ * pool, P phases prepared, and the ratio is the gain of preparing.
+ * --libpq (with --sql or --prepared) runs the pooled statements with
+ * libpq's calls instead of tether_pq's (PQexecParams, or PQexecPrepared
+ * of a statement PQprepared on every pool connection before the window):
+ * beside the default, it tells the pool's own cost from that of
+ * tether_pq's statement calls.
+ * Pooled statements have a timeout of their own (10 s), not the run's
+ * deadline: a statement in flight when its phase ends completes, as a
+ * dedicated one does, instead of being cancelled. */
 #include "query_common.h"
+#include "query_sql.h"
 
 #include <tether.h>
+#include <tether_pq.h>
 
 #include "pool_fill.h"
 
 #define MAX_PHASES 65536
+#define MAX_READY 1024     /* connections the D loop prepared on */
+#define STATEMENT_MS 10000 /* a pooled --sql statement's own timeout */
 
 enum { KIND_D = 0, KIND_P = 1 };
 
@@ -72,6 +96,13 @@ struct inter {
     uint64_t statements[2]; /* per kind: statements done in that time */
     uint64_t errors;
     _Atomic uint64_t gave_up; /* pooled calls still waiting at phase end */
+    struct q_sql sql;         /* --sql; text NULL: SELECT 1 */
+    int prepared;             /* --prepared */
+    int gain;                 /* --gain: D phases pooled, unprepared */
+    int libpq;                /* --libpq: pooled statements through libpq */
+    tether_pq_stmt *stmt;     /* the declared statement (--prepared) */
+    PGconn *ready[MAX_READY]; /* held connections prepared on (lock) */
+    int nready;
 };
 
 struct op_ctx {
@@ -79,6 +110,8 @@ struct op_ctx {
     struct q_thread *t;
     uint64_t t0, k; /* start and phase of the call */
     int skipped;    /* the phase was over when the connection came */
+    int prepared;   /* --sql: run the declared statement */
+    uint64_t *rng;  /* --sql: the thread's parameter generator */
 };
 
 static int kind_of(uint64_t k) {
@@ -95,6 +128,29 @@ static void count(struct inter *c, uint64_t k, uint64_t start) {
         atomic_fetch_add_explicit(&c->phase_ops[k], 1, memory_order_relaxed);
 }
 
+/* The --sql statement through tether's calls: declared, or with its
+ * parameters. */
+static int pooled_sql(struct op_ctx *o, PGconn *conn, tether_error *err) {
+    struct q_sql_args a;
+    q_sql_draw(&o->c->sql, o->rng, &a);
+    if (o->c->libpq)
+        return q_sql_exec(o->t, conn, &o->c->sql, o->prepared, &a)
+                   ? 0
+                   : tether_error_set(err, TETHER_EQUERY,
+                                      TETHER_CLASS_PERMANENT,
+                                      "statement failed");
+    tether_pq_params pp = {o->c->sql.nparams, NULL, a.values, NULL, NULL, 0};
+    PGresult *r = NULL;
+    int rc = o->prepared ? tether_pq_exec_prepared(conn, o->c->stmt, &pp,
+                                                   STATEMENT_MS, &r, err)
+                         : tether_pq_exec_params(conn, o->c->sql.text, &pp,
+                                                 STATEMENT_MS, &r, err);
+    if (rc != 0)
+        q_error(o->t, "statement", err->message);
+    PQclear(r);
+    return rc;
+}
+
 static int work(void *handle, void *arg, const tether_attempt *a,
                 tether_error *err) {
     struct op_ctx *o = arg;
@@ -105,6 +161,8 @@ static int work(void *handle, void *arg, const tether_attempt *a,
         o->skipped = 1; /* no statement, not counted */
         return 0;
     }
+    if (o->c->sql.text)
+        return pooled_sql(o, handle, err);
     return q_select1(o->t, handle)
                ? 0
                : tether_error_set(err, TETHER_EQUERY, TETHER_CLASS_PERMANENT,
@@ -118,12 +176,42 @@ static int64_t left_ms(const struct inter *c, uint64_t k, uint64_t now) {
     return now >= end ? 0 : (int64_t)((end - now + 999999) / 1000000);
 }
 
+/* --prepared: whether the D loop's statement is prepared on conn, a
+ * connection held from the pool; if not, PQprepare it once, as a program
+ * that keeps its connections does. */
+static bool ready_on(struct inter *c, struct q_thread *t, PGconn *conn) {
+    bool seen = false;
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < c->nready && !seen; i++)
+        seen = c->ready[i] == conn;
+    pthread_mutex_unlock(&c->lock);
+    if (seen)
+        return true;
+    if (!q_sql_prepare(t, conn, &c->sql))
+        return false;
+    pthread_mutex_lock(&c->lock);
+    if (c->nready < MAX_READY)
+        c->ready[c->nready++] = conn;
+    pthread_mutex_unlock(&c->lock);
+    return true;
+}
+
+/* One dedicated statement: SELECT 1, or --sql through libpq. */
+static bool dedicated_once(struct inter *c, struct q_thread *t, PGconn *conn,
+                           uint64_t *rng) {
+    if (!c->sql.text)
+        return q_select1(t, conn);
+    struct q_sql_args a;
+    q_sql_draw(&c->sql, rng, &a);
+    return q_sql_exec(t, conn, &c->sql, c->prepared, &a);
+}
+
 /* A dedicated phase k: loop PQexec on one connection for the whole
  * phase: this thread's own (--own-conns), or by default one held from the
  * pool from the phase's start to its end, so that both kinds of phase
  * use the same server backends. */
 static uint64_t dedicated_phase(struct inter *c, struct q_thread *t,
-                                PGconn *own, uint64_t k) {
+                                PGconn *own, uint64_t k, uint64_t *rng) {
     uint64_t done = 0;
     tether_lease *l = NULL;
     PGconn *conn = own;
@@ -138,6 +226,8 @@ static uint64_t dedicated_phase(struct inter *c, struct q_thread *t,
             return 0;
         }
         conn = tether_lease_handle(l);
+        if (c->sql.text && c->prepared && !ready_on(c, t, conn))
+            t->errors++;
     }
     for (;;) {
         uint64_t now = bench_now_ns();
@@ -146,7 +236,7 @@ static uint64_t dedicated_phase(struct inter *c, struct q_thread *t,
         /* The pooled loop's bookkeeping, without the pool: work() times
          * the wait with a second clock read into a histogram. */
         lat_hist_add(&t->op, bench_now_ns() - now);
-        if (q_select1(t, conn)) {
+        if (dedicated_once(c, t, conn, rng)) {
             count(c, k, now);
             done++;
         } else {
@@ -173,10 +263,11 @@ static int acquire_once(struct op_ctx *o, tether_error *err) {
 /* A pooled phase k: one tether_pool_run_for (or, with --acquire, one
  * acquire and release) per statement; a wait still unserved when the
  * phase ends gives up (TETHER_ETIMEDOUT, not an error). */
-static uint64_t pooled_phase(struct inter *c, struct q_thread *t, uint64_t k) {
+static uint64_t pooled_phase(struct inter *c, struct q_thread *t, uint64_t k,
+                             int prepared, uint64_t *rng) {
     uint64_t done = 0;
     for (;;) {
-        struct op_ctx o = {c, t, bench_now_ns(), k, 0};
+        struct op_ctx o = {c, t, bench_now_ns(), k, 0, prepared, rng};
         if (q_should_stop() || phase_of(c, o.t0) != k)
             break;
         tether_error err;
@@ -212,19 +303,24 @@ static void *worker(void *arg) {
     int holder = (int)t->index < c->conns; /* runs the dedicated phases */
     if (holder && c->own_conns)
         conn = q_connect(c->conninfo, why, sizeof why);
-    if (!q_start(t, !c->own_conns || !holder || conn ? NULL : why)) {
+    if (conn && c->sql.text && c->prepared && !q_sql_prepare(t, conn, &c->sql))
+        snprintf(why, sizeof why, "%s", t->error);
+    if (!q_start(t, why[0] ? why : NULL)) {
         PQfinish(conn);
         return NULL;
     }
     uint64_t zero = 0, cpu[2] = {0, 0}, done[2] = {0, 0};
+    uint64_t rng = q_sql_seed(t->index);
     atomic_compare_exchange_strong(&c->t0, &zero, bench_now_ns());
     while (!q_should_stop()) {
         uint64_t k = phase_of(c, bench_now_ns()), c0 = thread_cpu_ns();
         int kind = kind_of(k);
         if (kind == KIND_P && !c->control) {
-            done[kind] += pooled_phase(c, t, k);
+            done[kind] += pooled_phase(c, t, k, c->prepared, &rng);
+        } else if (kind == KIND_D && c->gain) {
+            done[kind] += pooled_phase(c, t, k, 0, &rng);
         } else if (holder) {
-            done[kind] += dedicated_phase(c, t, conn, k);
+            done[kind] += dedicated_phase(c, t, conn, k, &rng);
         } else {
             bench_sleep_until(c->t0 + (k + 1) * c->phase_ns);
             continue;
@@ -253,6 +349,28 @@ static double cpu_us(const struct inter *c, int kind) {
     return c->statements[kind]
                ? (double)c->cpu_ns[kind] / 1e3 / (double)c->statements[kind]
                : 0;
+}
+
+/* Ends the report's line; with --sql, what ran in each kind of phase. */
+static void report_sql(const struct q_opts *o, const struct inter *c) {
+    if (!c->sql.text) {
+        printf(o->json ? "}\n" : "\n");
+        return;
+    }
+    const char *d = c->gain       ? "pooled-unprepared"
+                    : c->prepared ? "dedicated-prepared"
+                                  : "dedicated-unprepared";
+    const char *p = c->control    ? d
+                    : c->prepared ? "pooled-prepared"
+                                  : "pooled-unprepared";
+    printf(o->json ? ",\"sql\":1,\"prepared\":%d,\"gain\":%d,\"libpq\":%d,"
+                     "\"nparams\":%d,\"d_phases\":\"%s%s\","
+                     "\"p_phases\":\"%s%s\"}\n"
+                   : "; sql prepared=%d gain=%d libpq=%d nparams=%d, D phases "
+                     "%s%s, P phases %s%s\n",
+           c->prepared, c->gain, c->libpq, c->sql.nparams, d,
+           c->gain && c->libpq ? "-libpq" : "", p,
+           c->libpq && !c->control ? "-libpq" : "");
 }
 
 /* Sums the complete phases; per block of four (D P P D) a ratio. */
@@ -287,14 +405,14 @@ static void report(const struct q_opts *o, struct inter *c, int phases) {
               "\"block_ratio_q3_pct\":%.2f,\"wait_p99_us\":%.1f,"
               "\"wait_max_us\":%.1f,\"dedicated_cpu_us\":%.3f,"
               "\"pooled_cpu_us\":%.3f,\"gave_up_at_phase_end\":%llu,"
-              "\"errors\":%llu}\n"
+              "\"errors\":%llu"
             : "interleave mode=%s dedicated=%s control=%d threads=%d pool=%d "
               "phase %.1f ms, %d blocks: dedicated %.0f ops/s, pooled %.0f "
               "ops/s, ratio %.2f %% "
               "(blocks: q1 %.1f, median %.1f, q3 %.1f); pooled wait p99 "
               "%.1f us, max %.1f us; client CPU per statement dedicated %.3f "
               "us, "
-              "pooled %.3f us; gave up at phase end %llu; errors %llu\n";
+              "pooled %.3f us; gave up at phase end %llu; errors %llu";
     printf(fmt, c->acquire ? "acquire" : "run", c->own_conns ? "own" : "held",
            c->control, o->threads, c->conns, (double)c->phase_ns / 1e6, nblocks,
            counted_s > 0 ? (double)sum[KIND_D] / counted_s : 0,
@@ -303,7 +421,65 @@ static void report(const struct q_opts *o, struct inter *c, int phases) {
            lat_hist_us(lat_hist_pct(&c->wait[KIND_P], 100)), cpu_us(c, KIND_D),
            cpu_us(c, KIND_P), (unsigned long long)atomic_load(&c->gave_up),
            (unsigned long long)c->errors);
+    report_sql(o, c);
     free(ratio);
+}
+
+/* The --sql options: parses the statement and, with --prepared, declares
+ * it; 0, or -1 with the reason on stderr. */
+static int sql_setup(struct inter *c, const char *sql, const char *pmax) {
+    char why[128], *end = NULL;
+    long max = strtol(pmax, &end, 10);
+    if (c->prepared && !sql)
+        sql = "SELECT 1";
+    if (!sql && (c->gain || c->libpq || strcmp(pmax, "100000") != 0)) {
+        fprintf(stderr, "bench_interleave: --gain, --libpq and --param-max "
+                        "want --sql\n");
+        return -1;
+    }
+    if (!sql)
+        return 0;
+    if (end == pmax || *end || q_sql_init(&c->sql, sql, max, why, sizeof why)) {
+        fprintf(stderr, "bench_interleave: --sql/--param-max: %s\n",
+                end == pmax || *end ? "--param-max wants a number" : why);
+        return -1;
+    }
+    if (c->gain && (c->control || c->own_conns)) {
+        fprintf(stderr, "bench_interleave: --gain excludes --control and "
+                        "--own-conns\n");
+        return -1;
+    }
+    c->prepared |= c->gain;
+    if (c->libpq)
+        return 0; /* prepared on the connections: prepare_all */
+    tether_error err;
+    if (c->prepared && tether_pq_declare("bench", sql, c->sql.nparams, NULL,
+                                         &c->stmt, &err) != 0) {
+        fprintf(stderr, "bench_interleave: declare: %s\n", err.message);
+        return -1;
+    }
+    return 0;
+}
+
+/* --libpq --prepared: PQprepare the statement on every connection of the
+ * pool (filled: bench_pool_open) before the window; 0 or -1. */
+static int prepare_all(struct inter *c) {
+    static struct q_thread t;
+    tether_lease *l[256];
+    tether_error err;
+    int n = 0, rc = 0;
+    while (n < c->conns && n < 256 &&
+           tether_pool_acquire(c->pool, 10000, &l[n], &err) == 0)
+        n++;
+    for (int i = 0; i < n; i++) {
+        if (rc == 0 && !ready_on(c, &t, tether_lease_handle(l[i])))
+            rc = -1;
+        tether_lease_release(l[i]);
+    }
+    if (rc != 0 || n != c->conns)
+        fprintf(stderr, "bench_interleave: --libpq: %s\n",
+                t.error[0] ? t.error : "the pool's connections");
+    return rc != 0 || n != c->conns ? -1 : 0;
 }
 
 /* Takes "--name V" out of argv as a number of ms (q_parse knows the
@@ -321,6 +497,22 @@ static int take_ms(int *argc, char **argv, const char *name, double *ms) {
             return -1;
         }
         *ms = v;
+        bench_argv_drop(argc, argv, i--, 1);
+    }
+    return 0;
+}
+
+/* Takes "--name V" out of argv into *v (left alone when absent); -1 when
+ * the value is missing. */
+static int take_str(int *argc, char **argv, const char *name, const char **v) {
+    for (int i = 1; i < *argc; i++) {
+        if (strcmp(argv[i], name) != 0)
+            continue;
+        if (i + 1 >= *argc) {
+            fprintf(stderr, "bench_interleave: %s wants a value\n", name);
+            return -1;
+        }
+        *v = argv[i + 1];
         bench_argv_drop(argc, argv, i--, 1);
     }
     return 0;
@@ -345,8 +537,15 @@ int main(int argc, char **argv) {
     c.control = take_flag(&argc, argv, "--control");
     c.acquire = take_flag(&argc, argv, "--acquire");
     c.own_conns = take_flag(&argc, argv, "--own-conns");
+    c.prepared = take_flag(&argc, argv, "--prepared");
+    c.gain = take_flag(&argc, argv, "--gain");
+    c.libpq = take_flag(&argc, argv, "--libpq");
+    const char *sql = NULL, *pmax = "100000";
     if (take_ms(&argc, argv, "--phase-ms", &phase_ms) != 0 ||
-        take_ms(&argc, argv, "--settle-ms", &settle_ms) != 0)
+        take_ms(&argc, argv, "--settle-ms", &settle_ms) != 0 ||
+        take_str(&argc, argv, "--sql", &sql) != 0 ||
+        take_str(&argc, argv, "--param-max", &pmax) != 0 ||
+        sql_setup(&c, sql, pmax) != 0)
         return 2;
     int prc = q_parse(
         argc, argv,
@@ -357,7 +556,17 @@ int main(int argc, char **argv) {
         "--acquire: pooled phases acquire and release instead of run().\n"
         "--own-conns: dedicated phases on P libpq connections of their own\n"
         "(default: P connections held from the pool for the whole phase).\n"
-        "--control: both kinds of phase dedicated (the method's A/A test).",
+        "--control: both kinds of phase dedicated (the method's A/A test).\n"
+        "--sql TEXT: TEXT instead of SELECT 1 (tether_pq_exec_params /\n"
+        "PQexecParams); its $1..$n each an integer drawn per call in\n"
+        "[1, --param-max] (100000).\n"
+        "--prepared: declared on the pool (tether_pq_exec_prepared) and,\n"
+        "in dedicated phases, PQprepare once per connection and\n"
+        "PQexecPrepared (no --sql: SELECT 1).\n"
+        "--gain (with --sql): D phases run it unprepared through the pool,\n"
+        "P phases prepared: the ratio is the gain of preparing.\n"
+        "--libpq: pooled statements through libpq's calls, not tether_pq's\n"
+        "(prepared on every pool connection before the window).",
         &o);
     if (prc != 0)
         return prc > 0 ? 0 : 2;
@@ -377,6 +586,10 @@ int main(int argc, char **argv) {
     if (!c.phase_ops ||
         bench_pool_open(&c.pool, c.conninfo, c.conns, "bench_interleave") != 0)
         return 2;
+    if (c.libpq && c.prepared && prepare_all(&c) != 0) {
+        tether_pool_destroy(c.pool);
+        return 2;
+    }
     struct q_result r;
     int rc = q_run(&o, worker, &c, &r);
     if (rc == 0) {
@@ -384,6 +597,7 @@ int main(int argc, char **argv) {
         report(&o, &c, done < (uint64_t)c.nphases ? (int)done : c.nphases);
     }
     tether_pool_destroy(c.pool);
+    tether_pq_stmt_destroy(c.stmt);
     free(c.phase_ops);
     return rc != 0 || c.errors ? 1 : 0;
 }

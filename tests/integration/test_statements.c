@@ -12,7 +12,11 @@
  * statement cut by its deadline is rolled back. The server's own
  * statement_timeout (57014) is a timeout that idempotent work retries.
  * Through a faultproxy in blackhole mode the call still returns by its
- * deadline and the connection is closed after the drain bound. */
+ * deadline and the connection is closed after the drain bound. Declared
+ * statements: prepared once per connection, again when the server or a
+ * clear lost them; under load (four threads of idempotent work), no error
+ * reaches the work through a tether_pool_clear, DEALLOCATE ALL in and out
+ * of a transaction block, and a failover. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,7 +25,9 @@
 #include <cmocka.h>
 
 #include <libpq-fe.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,6 +500,175 @@ static int plus_work(void *h, void *arg, const tether_attempt *a,
     return rc;
 }
 
+/* ---- idempotent work under load: threads loop tether_pool_run of the
+ * declared statement while the test clears the pool, deallocates on the
+ * server, or fails over; every error that reaches the work is counted. */
+
+enum { LOAD_THREADS = 4 };
+
+typedef struct load {
+    tether_pool *p;
+    const tether_pq_stmt *st;
+    atomic_int stop;
+    atomic_int dealloc_left; /* runs still to DEALLOCATE ALL first */
+    atomic_int in_txn;       /* ... inside a transaction block */
+    atomic_llong ok, errors, deallocs;
+    pthread_mutex_t lock;
+    char first_error[256];
+    pthread_t tid[LOAD_THREADS];
+} load;
+
+/* A statement of the work's own, without a result it keeps. */
+static int load_exec(PGconn *c, const char *sql, tether_error *err) {
+    PGresult *r = NULL;
+    int rc = tether_pq_exec(c, sql, TETHER_PQ_RUN_DEADLINE, &r, err);
+    PQclear(r);
+    return rc;
+}
+
+/* The work: the declared statement (in a transaction block when the test
+ * asks for it), after a DEALLOCATE ALL of the work's own when one is
+ * due: the server then no longer has the statement the connection
+ * prepared. */
+static int load_work(void *h, void *arg, const tether_attempt *a,
+                     tether_error *err) {
+    (void)a;
+    load *x = arg;
+    int txn = atomic_load(&x->in_txn), rc = 0;
+    int dealloc = atomic_fetch_sub(&x->dealloc_left, 1) > 0;
+    if (txn)
+        rc = load_exec(h, "BEGIN", err);
+    if (!rc && dealloc) {
+        rc = load_exec(h, "DEALLOCATE ALL", err);
+        atomic_fetch_add(&x->deallocs, !rc);
+    }
+    const char *vals[] = {"41"};
+    tether_pq_params pp = {1, NULL, vals, NULL, NULL, 0};
+    PGresult *r = NULL;
+    if (!rc)
+        rc = tether_pq_exec_prepared(h, x->st, &pp, TETHER_PQ_RUN_DEADLINE, &r,
+                                     err);
+    if (!rc && strcmp(PQgetvalue(r, 0, 0), "42") != 0)
+        rc = tether_error_set(err, TETHER_EFAILED, TETHER_CLASS_PERMANENT,
+                              "wrong answer %s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    if (!rc && txn)
+        rc = load_exec(h, "COMMIT", err);
+    return rc;
+}
+
+static void *load_thread(void *arg) {
+    load *x = arg;
+    while (!atomic_load(&x->stop)) {
+        tether_error err = {0};
+        if (tether_pool_run(x->p, TETHER_IDEMPOTENT, load_work, x, &err) == 0) {
+            atomic_fetch_add(&x->ok, 1);
+            continue;
+        }
+        pthread_mutex_lock(&x->lock);
+        if (atomic_fetch_add(&x->errors, 1) == 0)
+            snprintf(x->first_error, sizeof(x->first_error), "%s", err.message);
+        pthread_mutex_unlock(&x->lock);
+    }
+    return NULL;
+}
+
+static void load_start(load *x, tether_pool *p, const tether_pq_stmt *st) {
+    memset(x, 0, sizeof(*x));
+    x->p = p;
+    x->st = st;
+    pthread_mutex_init(&x->lock, NULL);
+    for (int i = 0; i < LOAD_THREADS; i++)
+        assert_int_equal(pthread_create(&x->tid[i], NULL, load_thread, x), 0);
+}
+
+/* load_wait waits until n more runs succeeded (up to 30 s). */
+static void load_wait(load *x, long long n, const char *what) {
+    long long target = atomic_load(&x->ok) + n;
+    int64_t t0 = now_ms();
+    while (atomic_load(&x->ok) < target && now_ms() - t0 < 30000)
+        sleep_ms(2);
+    if (atomic_load(&x->ok) < target)
+        fail_msg("%s: %lld runs, want %lld; %lld errors (%s)", what,
+                 (long long)atomic_load(&x->ok), target,
+                 (long long)atomic_load(&x->errors), x->first_error);
+}
+
+/* load_stop stops the threads; fails when an error reached the work. */
+static void load_stop(load *x, const char *what) {
+    atomic_store(&x->stop, 1);
+    for (int i = 0; i < LOAD_THREADS; i++)
+        pthread_join(x->tid[i], NULL);
+    print_message("%s: %lld runs, %lld errors%s%s\n", what,
+                  (long long)atomic_load(&x->ok),
+                  (long long)atomic_load(&x->errors),
+                  x->first_error[0] ? ", the first: " : "", x->first_error);
+    assert_int_equal(atomic_load(&x->errors), 0);
+    pthread_mutex_destroy(&x->lock);
+}
+
+/* 12. Under load, no error reaches idempotent work through a
+ * tether_pool_clear (the connections in use are replaced: the new ones
+ * prepare again), a server-side DEALLOCATE ALL (prepared again in the same
+ * call) and one inside a transaction block (a transient 26000, run again
+ * by tether_pool_run). */
+static void test_declared_under_load(void **state) {
+    (void)state;
+    tether_pool *p = NULL;
+    char ci[2048];
+    snprintf(ci, sizeof(ci), "host=127.0.0.1 port=%d %s tether_pool_max=4",
+             primary_port, base);
+    tether_error err = {0};
+    if (tether_pool_open(&p, ci, NULL, NULL, &err))
+        fail_msg("pool: %s", err.message);
+    tether_pq_stmt *st = NULL;
+    assert_int_equal(
+        tether_pq_declare("plus", "SELECT $1::int + 1", 1, NULL, &st, &err), 0);
+    load x;
+    tether_pq_stats s0, s1, s2, s3;
+    tether_pool_metrics m0, m1;
+    load_start(&x, p, st);
+    load_wait(&x, 200, "warm-up");
+    tether_pq_stats_get(&s0);
+    tether_pool_metrics_get(p, &m0);
+    tether_pool_clear(p);
+    load_wait(&x, 500, "after the clear");
+    tether_pq_stats_get(&s1);
+    tether_pool_metrics_get(p, &m1);
+    print_message("clear: %llu connections closed, %llu prepares after it\n",
+                  (unsigned long long)(m1.closed_cleared - m0.closed_cleared),
+                  (unsigned long long)(s1.prepares - s0.prepares));
+    assert_true(m1.closed_cleared > m0.closed_cleared);
+    assert_true(s1.prepares > s0.prepares);
+    atomic_store(&x.dealloc_left, 8);
+    while (atomic_load(&x.dealloc_left) > 0)
+        sleep_ms(2);
+    load_wait(&x, 200, "after DEALLOCATE ALL");
+    tether_pq_stats_get(&s2);
+    print_message("DEALLOCATE ALL: %lld, %llu prepared again\n",
+                  (long long)atomic_load(&x.deallocs),
+                  (unsigned long long)(s2.reprepares - s1.reprepares));
+    assert_true(s2.reprepares - s1.reprepares >= 1);
+    tether_pool_metrics_get(p, &m0);
+    long long before = atomic_load(&x.deallocs);
+    atomic_store(&x.in_txn, 1);
+    atomic_store(&x.dealloc_left, 8);
+    while (atomic_load(&x.dealloc_left) > 0)
+        sleep_ms(2);
+    load_wait(&x, 200, "after DEALLOCATE ALL in a transaction");
+    tether_pq_stats_get(&s3);
+    tether_pool_metrics_get(p, &m1);
+    print_message("DEALLOCATE ALL in a transaction: %lld, %llu prepared "
+                  "again, %llu runs retried\n",
+                  atomic_load(&x.deallocs) - before,
+                  (unsigned long long)(s3.reprepares - s2.reprepares),
+                  (unsigned long long)(m1.retries - m0.retries));
+    assert_true(m1.retries > m0.retries); /* the 26000s were run again */
+    load_stop(&x, "clear, DEALLOCATE ALL");
+    tether_pool_destroy(p);
+    tether_pq_stmt_destroy(st);
+}
+
 static void cluster(const char *verb, const char *node) {
     char cmd[1024];
     snprintf(cmd, sizeof(cmd), "%s %s %s %s >/dev/null 2>&1", getenv("PGC_CTL"),
@@ -504,7 +679,8 @@ static void cluster(const char *verb, const char *node) {
 
 /* 11. A failover (the standby promoted, the primary stopped): the new
  * primary's connections prepare the declared statement; no error reaches
- * idempotent work. Last: the cluster has no standby afterwards. */
+ * idempotent work, run one at a time and by four threads throughout.
+ * Last: the cluster has no standby afterwards. */
 static void test_declared_failover(void **state) {
     (void)state;
     if (!getenv("TETHER_TEST_PROMOTE") || !getenv("PGC_CTL")) {
@@ -528,10 +704,23 @@ static void test_declared_failover(void **state) {
     for (int i = 0; i < 5; i++)
         assert_int_equal(
             tether_pool_run(p, TETHER_IDEMPOTENT, plus_work, st, &err), 0);
-    cluster("promote", "");
-    cluster("stop-node", "primary");
+    load x;
+    load_start(&x, p, st);
+    load_wait(&x, 200, "before the failover");
     tether_pq_stats s0, s1;
     tether_pq_stats_get(&s0);
+    tether_pool_metrics m0, m1;
+    tether_pool_metrics_get(p, &m0);
+    cluster("promote", "");
+    load_wait(&x, 50, "after the promotion");
+    cluster("stop-node", "primary");
+    load_wait(&x, 200, "after the failover");
+    load_stop(&x, "failover");
+    tether_pool_metrics_get(p, &m1);
+    print_message("failover: %llu runs retried, %llu connections closed "
+                  "broken\n",
+                  (unsigned long long)(m1.retries - m0.retries),
+                  (unsigned long long)(m1.closed_broken - m0.closed_broken));
     for (int i = 0; i < 20; i++) {
         int rc = tether_pool_run(p, TETHER_IDEMPOTENT, plus_work, st, &err);
         if (rc)
@@ -605,6 +794,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_declared_bounded),
         cmocka_unit_test(test_declared_timeout),
         cmocka_unit_test(test_declared_routed),
+        cmocka_unit_test(test_declared_under_load),
         cmocka_unit_test(test_declared_failover), /* last: promotes */
     };
     return cmocka_run_group_tests_name("statements", tests, NULL, NULL);
