@@ -121,6 +121,7 @@ typedef struct round {
     const char *name; /* st->server, or "" (unnamed: not kept) */
     int evict;        /* a DEALLOCATE segment first */
     int prepare;      /* a Prepare before the Execute */
+    int plain;        /* sent outside pipeline mode (prepared already) */
     int cmd;          /* the command whose results come now */
     int syncs;        /* syncs not yet read */
     char prep_state[6];
@@ -128,11 +129,22 @@ typedef struct round {
     PGresult *keep;     /* the execute's result */
 } round;
 
-/* send_round queues the round's commands in pipeline mode. */
+/* send_round queues the round's commands: in pipeline mode when there is
+ * more than the Execute, else the Execute alone (a statement prepared here
+ * already: the common case, without pipeline mode's extra steps). */
 static int send_round(tether__pq_conn *c, round *rd,
                       const tether_pq_params *pp) {
     PGconn *pg = c->pg;
-    if (PQsetnonblocking(pg, 1) != 0 || !PQenterPipelineMode(pg))
+    if (PQsetnonblocking(pg, 1) != 0)
+        return -1;
+    if (!rd->evict && !rd->prepare) {
+        rd->plain = 1;
+        return PQsendQueryPrepared(pg, rd->name, pp->n, pp->values, pp->lengths,
+                                   pp->formats, pp->result_format)
+                   ? 0
+                   : -1;
+    }
+    if (!PQenterPipelineMode(pg))
         return -1;
     if (rd->evict) {
         char sql[NAME_MAX_ + 16], victim[NAME_MAX_];
@@ -186,9 +198,19 @@ static void take(round *rd, PGresult *r) {
     }
 }
 
-/* collect reads what is ready: 1 when every sync came back, 0 for more. */
+/* collect reads what is ready: 1 when every sync came back (outside
+ * pipeline mode: the statement's last result), 0 for more. */
 static int collect_round(tether__pq_conn *c, round *rd) {
     int nulls = 0;
+    if (rd->plain) {
+        while (!PQisBusy(c->pg)) {
+            PGresult *r = PQgetResult(c->pg);
+            if (!r)
+                return 1;
+            take(rd, r);
+        }
+        return 0;
+    }
     while (!PQisBusy(c->pg)) {
         PGresult *r = PQgetResult(c->pg);
         if (!r) {
@@ -301,7 +323,8 @@ static int exec_round(tether__pq_conn *c, const tether_pq_stmt *stmt,
         round_free(rd);
         return rc;
     }
-    PQexitPipelineMode(c->pg); /* every result read: it succeeds */
+    if (!rd->plain)
+        PQexitPipelineMode(c->pg); /* every result read: it succeeds */
     return settle(c, rd, in_txn);
 }
 

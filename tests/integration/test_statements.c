@@ -424,6 +424,17 @@ static void test_declared_timeout(void **state) {
     assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
     assert_int_equal(run_declared(l, st, "0", 1000, &err), 1);
     assert_int_equal(run_declared(l, st, "0", 1000, &err), 1);
+    /* Prepared here now: the Execute alone, outside pipeline mode, times
+     * out, drains and is reused the same way. */
+    t0 = thread_time_start();
+    assert_int_equal(run_declared(l, st, "10", 200, &err), -1);
+    t1 = thread_time_stop();
+    assert_int_equal(err.code, TETHER_ETIMEDOUT);
+    check_late(&t0, &t1, 200, "declared, prepared already");
+    tether_lease_release(l);
+    assert_int_equal(backend_pid(p), pid);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    assert_int_equal(run_declared(l, st, "0", 1000, &err), 1);
     tether_lease_release(l);
     tether_pq_stmt_destroy(st);
     tether_pool_destroy(p);
