@@ -83,13 +83,14 @@ void tether__pq_stmt_released(tether__pq_conn *c, int reset);
 void tether__pq_stmt_closed(tether__pq_conn *c);
 
 /* The caller's side of a statement (pq_stmt.c), shared with pq_prep.c:
- * find c by its PGconn; check it can take a statement; a deadline (mono
- * ns, -1 none) from a timeout_ms; fill err for a lost connection or for a
+ * find c by its PGconn; check it can take a statement (and whether a
+ * transaction block is open); a deadline (mono ns, -1 none) from a
+ * timeout_ms counted from now; fill err for a lost connection or for a
  * statement past its deadline (c then drains: docs/statements.md); poll
  * until a deadline (0: it passed, -2: interrupted, go round). */
 tether__pq_conn *tether__pq_find(const struct pg_conn *pg);
-int tether__pq_ready(tether__pq_conn *c, tether_error *err);
-int64_t tether__pq_deadline(int64_t timeout_ms);
+int tether__pq_ready(tether__pq_conn *c, int *in_txn, tether_error *err);
+int64_t tether__pq_deadline(int64_t now_ns, int64_t timeout_ms);
 int tether__pq_lost(tether__pq_conn *c, const char *what, tether_error *err);
 int tether__pq_timed_out(tether__pq_conn *c, int64_t start_ns, int in_txn,
                          tether_error *err);

@@ -191,7 +191,8 @@ static void take(round *rd, PGresult *r) {
             PQclear(r);
             return;
         }
-        PQclear(k);
+        if (k)
+            PQclear(k);
         rd->keep = r;
     } else {
         PQclear(r); /* the DEALLOCATE's: whatever it says */
@@ -255,30 +256,37 @@ static int await_round(tether__pq_conn *c, round *rd, int64_t start,
     }
 }
 
+/* is_state says whether the SQLSTATE s (NULL, or 5 characters) is want. */
+static int is_state(const char *s, const char *want) {
+    return s && s[0] == want[0] && !strcmp(s, want);
+}
+
 /* settle updates c's list after a round: 1 to run the round again (the
  * statement did not run, and may run now), else 0. */
 static int settle(tether__pq_conn *c, round *rd, int in_txn) {
-    const char *st =
-        rd->keep ? PQresultErrorField(rd->keep, PG_DIAG_SQLSTATE) : NULL;
-    int named = rd->name[0] != '\0';
+    const char *st = rd->keep && PQresultStatus(rd->keep) == PGRES_FATAL_ERROR
+                         ? PQresultErrorField(rd->keep, PG_DIAG_SQLSTATE)
+                         : NULL;
+    int named = rd->name[0] != '\0', gone = is_state(st, "26000"),
+        there = is_state(rd->prep_state, "42P05");
     if (rd->prepare && !rd->prep_state[0] && named)
         prep_touch(c, rd->st->id);
-    else if (!strcmp(rd->prep_state, "42P05") && named)
+    else if (there && named)
         prep_touch(c, rd->st->id); /* it was there: ours, from before */
-    else if (!rd->prepare && named && !(st && !strcmp(st, "26000")))
+    else if (!rd->prepare && named && !gone)
         prep_touch(c, rd->st->id);
-    if (st && !strcmp(st, "26000")) { /* gone: DEALLOCATE ALL, DISCARD */
+    if (gone) { /* DEALLOCATE ALL, DISCARD */
         c->nprep = 0;
         tether__pq_count_prepare(1);
     }
-    int again =
-        !strcmp(rd->prep_state, "42P05") || (st && !strcmp(st, "26000"));
-    return again && !in_txn;
+    return (there || gone) && !in_txn;
 }
 
 static void round_free(round *rd) {
-    PQclear(rd->keep);
-    PQclear(rd->prep_err);
+    if (rd->keep)
+        PQclear(rd->keep);
+    if (rd->prep_err)
+        PQclear(rd->prep_err);
     rd->keep = rd->prep_err = NULL;
 }
 
@@ -350,16 +358,15 @@ int tether_pq_exec_prepared(PGconn *conn, const tether_pq_stmt *stmt,
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "declared statement: conn is not a "
                                 "connection of tether's pq driver");
-    int rc = tether__pq_ready(c, err);
+    int in_txn = 0, rc = tether__pq_ready(c, &in_txn, err);
     if (rc)
         return rc;
     int64_t start = tether__pq_now_ns(),
-            deadline = tether__pq_deadline(timeout_ms);
+            deadline = tether__pq_deadline(start, timeout_ms);
     if (deadline >= 0 && start >= deadline)
         return tether_error_set_not_sent(
             err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
             "%s on %s not sent: its deadline had passed", stmt->name, c->label);
-    int in_txn = PQtransactionStatus(conn) != PQTRANS_IDLE;
     tether__pq_count_statement();
     round rd;
     for (int i = 0;; i++) {

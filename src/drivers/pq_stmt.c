@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <libpq-fe.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -32,13 +33,66 @@
 
 /* ---- counters --------------------------------------------------------- */
 
-static _Atomic uint64_t n_statements, n_timeouts, n_cancels_sent,
-    n_cancels_failed, n_reused, n_discarded, n_prepares, n_reprepares;
+static _Atomic uint64_t n_timeouts, n_cancels_sent, n_cancels_failed, n_reused,
+    n_discarded, n_prepares, n_reprepares;
+
+/* Statements are counted per thread: one counter that every thread bumps
+ * on every statement moves its cache line between cores on each call. A
+ * thread takes a shard on its first statement and gives it back when it
+ * exits; a shard keeps its count, and the next thread adds to it, so the
+ * sum over the shards is the total. */
+typedef struct stmt_shard {
+    _Atomic uint64_t n;
+    atomic_int busy;
+    struct stmt_shard *next; /* the list only grows */
+} stmt_shard;
+
+static _Atomic(stmt_shard *) shards;
+static TETHER__TLS stmt_shard *my_shard;
+static pthread_key_t shard_key;
+static pthread_once_t shard_once = PTHREAD_ONCE_INIT;
+
+static void shard_give_back(void *s) {
+    atomic_store(&((stmt_shard *)s)->busy, 0);
+}
+
+static void shard_key_make(void) {
+    pthread_key_create(&shard_key, shard_give_back);
+}
+
+/* shard_take finds a free shard or adds one (NULL: out of memory). */
+static stmt_shard *shard_take(void) {
+    pthread_once(&shard_once, shard_key_make);
+    stmt_shard *s = atomic_load(&shards);
+    for (; s; s = s->next) {
+        int idle = 0;
+        if (atomic_compare_exchange_strong(&s->busy, &idle, 1))
+            break;
+    }
+    if (!s) {
+        s = tether__calloc(1, sizeof(*s));
+        if (!s)
+            return NULL;
+        atomic_store(&s->busy, 1);
+        s->next = atomic_load(&shards);
+        while (!atomic_compare_exchange_weak(&shards, &s->next, s))
+            ;
+    }
+    pthread_setspecific(shard_key, s);
+    return my_shard = s;
+}
+
+static uint64_t statements_total(void) {
+    uint64_t n = 0;
+    for (stmt_shard *s = atomic_load(&shards); s; s = s->next)
+        n += atomic_load_explicit(&s->n, memory_order_relaxed);
+    return n;
+}
 
 void tether_pq_stats_get(tether_pq_stats *out) {
     if (!out)
         return;
-    out->statements = atomic_load(&n_statements);
+    out->statements = statements_total();
     out->timeouts = atomic_load(&n_timeouts);
     out->cancels_sent = atomic_load(&n_cancels_sent);
     out->cancels_failed = atomic_load(&n_cancels_failed);
@@ -56,7 +110,11 @@ void tether__pq_stmt_released(tether__pq_conn *c, int reset) {
 }
 
 void tether__pq_count_statement(void) {
-    atomic_fetch_add(&n_statements, 1);
+    stmt_shard *s = my_shard ? my_shard : shard_take();
+    if (s) /* only this thread writes it: no read-modify-write needed */
+        atomic_store_explicit(
+            &s->n, atomic_load_explicit(&s->n, memory_order_relaxed) + 1,
+            memory_order_relaxed);
 }
 
 void tether__pq_count_prepare(int again) {
@@ -155,7 +213,7 @@ int tether__pq_lost(tether__pq_conn *c, const char *what, tether_error *err) {
 /* ---- the caller's side ------------------------------------------------ */
 
 /* ready checks that c can take a statement now. */
-int tether__pq_ready(tether__pq_conn *c, tether_error *err) {
+int tether__pq_ready(tether__pq_conn *c, int *in_txn, tether_error *err) {
     if (c->draining)
         return tether_error_set(
             err, TETHER_ESTATE, TETHER_CLASS_PERMANENT,
@@ -166,19 +224,21 @@ int tether__pq_ready(tether__pq_conn *c, tether_error *err) {
         return tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
                                 "statement on %s: connection is broken",
                                 c->label);
-    if (PQtransactionStatus(c->pg) == PQTRANS_ACTIVE ||
-        PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF)
+    PGTransactionStatusType ts = PQtransactionStatus(c->pg);
+    *in_txn = ts != PQTRANS_IDLE;
+    if (ts == PQTRANS_ACTIVE || PQpipelineStatus(c->pg) != PQ_PIPELINE_OFF)
         return tether_error_set(err, TETHER_ESTATE, TETHER_CLASS_PERMANENT,
                                 "statement on %s: a query is already running",
                                 c->label);
     return 0;
 }
 
-/* deadline_of turns a statement's timeout_ms into a deadline (mono ns). */
-int64_t tether__pq_deadline(int64_t timeout_ms) {
+/* tether__pq_deadline turns a statement's timeout_ms, counted from now_ns,
+ * into a deadline (mono ns). */
+int64_t tether__pq_deadline(int64_t now_ns, int64_t timeout_ms) {
     if (timeout_ms < 0)
         return tether__run_deadline_ns;
-    return tether__pq_now_ns() +
+    return now_ns +
            TETHER__MIN(timeout_ms, (int64_t)1 << 40) * TETHER__NS_PER_MS;
 }
 
@@ -285,17 +345,16 @@ static int exec_stmt(PGconn *pg, const char *sql, const tether_pq_params *pp,
         return tether_error_set(err, TETHER_EINVAL, TETHER_CLASS_PERMANENT,
                                 "statement: conn is not a connection of "
                                 "tether's pq driver");
-    int rc = tether__pq_ready(c, err);
+    int in_txn = 0, rc = tether__pq_ready(c, &in_txn, err);
     if (rc)
         return rc;
     int64_t start = tether__pq_now_ns(),
-            deadline = tether__pq_deadline(timeout_ms);
+            deadline = tether__pq_deadline(start, timeout_ms);
     if (deadline >= 0 && start >= deadline)
         return tether_error_set_not_sent(
             err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
             "statement on %s not sent: its deadline had passed", c->label);
-    int in_txn = PQtransactionStatus(pg) != PQTRANS_IDLE;
-    atomic_fetch_add(&n_statements, 1);
+    tether__pq_count_statement();
     if (PQsetnonblocking(pg, 1) != 0 || !send_stmt(c, sql, pp))
         return tether__pq_lost(c, "statement", err);
     PGresult *keep = NULL;
