@@ -291,7 +291,8 @@ static void round_free(round *rd) {
 }
 
 /* outcome turns the last round's results into the call's. A statement gone
- * from the server inside a transaction block (26000) aborted it but did
+ * from the server inside a transaction block (26000), or found there
+ * already when it was prepared (42P05), aborted the transaction but did
  * not run: transient, for tether_pool_run to run the work again. */
 static int outcome(PGconn *conn, round *rd, PGresult **res, tether_error *err) {
     PGresult *r = rd->keep;
@@ -300,8 +301,8 @@ static int outcome(PGconn *conn, round *rd, PGresult **res, tether_error *err) {
     int rc = tether_pq_error(conn, r, err);
     if (rc < 0) {
         const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-        if (err && st && !strcmp(st, "26000"))
-            err->cls = TETHER_CLASS_TRANSIENT;
+        if (err && (is_state(st, "26000") || is_state(st, "42P05")))
+            err->cls = TETHER_CLASS_TRANSIENT; /* it did not run */
         round_free(rd);
         return rc;
     }
@@ -328,6 +329,13 @@ static int exec_round(tether__pq_conn *c, const tether_pq_stmt *stmt,
         return tether__pq_lost(c, "declared statement", err);
     int rc = await_round(c, rd, start, deadline, in_txn, err);
     if (rc < 0) {
+        /* Timed out: the Prepare went before the Execute, and most likely
+         * ran (a prepared statement outlives the transaction it was made
+         * in). Counted as prepared: if it did not run, the next Execute
+         * gets 26000 and prepares again; counted as absent, a Prepare
+         * would get 42P05, which inside a transaction block aborts it. */
+        if (rc == TETHER_ETIMEDOUT && rd->prepare && rd->name[0])
+            prep_touch(c, stmt->id);
         round_free(rd);
         return rc;
     }

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # check.sh - runs an example program and checks what it prints. The one
 # checker of the examples' output: ctest runs it on the examples built in
-# the tree (example.retry, example.pg_pool), scripts/check-install on the
+# the tree (example.retry, example.pg_pool, ...), scripts/check-install on the
 # examples built against an installed tether.
 #
 #   check.sh retry BIN      no server needed
 #   check.sh pg_pool BIN    inside scripts/pg-cluster run (PGC_* variables)
 #   check.sh evloop BIN     inside scripts/pg-cluster run (PGC_* variables)
+#   check.sh pg_jobs BIN    inside scripts/pg-cluster run (PGC_* variables)
 #   check.sh redis_pool BIN starts a redis-server of its own on a free
 #                           loopback port (scripts/free-port), always stopped
 set -uo pipefail
 
-name=${1:?usage: check.sh retry|pg_pool|evloop|redis_pool BIN}
-bin=${2:?usage: check.sh retry|pg_pool|evloop|redis_pool BIN}
+name=${1:?usage: check.sh retry|pg_pool|pg_jobs|evloop|redis_pool BIN}
+bin=${2:?usage: check.sh retry|pg_pool|pg_jobs|evloop|redis_pool BIN}
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d /tmp/tether-example.XXXXXX)
 redis_pid=
@@ -187,6 +188,50 @@ check_redis_pool() {
   [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
 }
 
+# pg_jobs: the job worker runs for 8 s while its backends are terminated
+# three times and the primary is restarted once. Every job it was told
+# committed must be in the database once and whole, no failed one at all;
+# the slow statements (one job in 50) time out, are cancelled and their
+# connections reused; new connections prepare the declared statements
+# again; no statement returns more than 100 ms after its deadline.
+check_pg_jobs() {
+  local v
+  for v in PGC_HOST PRIMARY_PORT PGC_USER PGC_PASSWORD PGC_DB PGC_DIR PGC_CTL; do
+    [ -n "${!v:-}" ] || { echo "check.sh pg_jobs: \$$v is not set (run it inside scripts/pg-cluster run)" >&2; exit 2; }
+  done
+  local ci="host=$PGC_HOST port=$PRIMARY_PORT user=$PGC_USER password=$PGC_PASSWORD dbname=$PGC_DB"
+  (
+    for t in 1.5 1.5 1.5; do sleep "$t"; bash "$PGC_CTL" terminate "$PGC_DIR" >/dev/null 2>&1; done
+    sleep 1; bash "$PGC_CTL" restart "$PGC_DIR" primary >/dev/null 2>&1
+  ) &
+  local faults=$!
+  run "$ci" 8
+  wait "$faults"
+  [ "$status" -eq 0 ] || fail "exit status $status, want 0"
+  grep -Eq '^jobs: [1-9][0-9]* committed, [0-9]+ failed, [0-9]+ with a lost COMMIT answer$' "$tmp/out" ||
+    fail "want 'jobs: N committed, ...' with N > 0"
+  grep -qx 'check: 0 committed and missing, 0 half applied, 0 applied twice, 0 failed and present' "$tmp/out" ||
+    fail "the database does not hold what the jobs were told"
+  local late
+  late=$(sed -n 's/^statements: [0-9]* run, [1-9][0-9]* past their deadline, the worst returned \([0-9]*\) ms after it$/\1/p' "$tmp/out")
+  [ -n "$late" ] || fail "want 'statements: ... N past their deadline' with N > 0 (one job in 50 is too slow)"
+  [ "${late:-999}" -le 100 ] || fail "a statement returned ${late} ms after its deadline (at most 100)"
+  grep -Eq '^cancels: [1-9][0-9]* sent, connections reused after one [1-9][0-9]*, closed [0-9]+$' "$tmp/out" ||
+    fail "want cancels sent and connections reused after them"
+  local prep conns
+  prep=$(sed -n 's/^prepared: \([0-9]*\) prepares on \([0-9]*\) connections opened$/\1/p' "$tmp/out")
+  conns=$(sed -n 's/^prepared: \([0-9]*\) prepares on \([0-9]*\) connections opened$/\2/p' "$tmp/out")
+  [ "${conns:-0}" -gt 4 ] || fail "${conns:-no} connections opened: the faults did not reach the pool (want > 4)"
+  [ "${prep:-0}" -ge "${conns:-1}" ] || fail "${prep:-no} prepares on ${conns} connections: new connections did not prepare again"
+  grep -Eq '^reservations: [1-9][0-9]* kept across acquires, ' "$tmp/out" ||
+    fail "want transactions kept across acquires"
+  if grep -qF -- "$PGC_PASSWORD" "$tmp/out" "$tmp/err"; then
+    fail "the password appears in the output"
+  fi
+  run
+  [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
+}
+
 # evloop: one thread, one libuv loop, 20000 queries started at once over a
 # pool of 8 (each "SELECT <its number>", checked by the example). A sampler
 # counts the example's backends in pg_stat_activity (application_name
@@ -228,6 +273,7 @@ case $name in
   retry) check_retry ;;
   evloop) check_evloop ;;
   pg_pool) check_pg_pool ;;
+  pg_jobs) check_pg_jobs ;;
   redis_pool) check_redis_pool ;;
   *) echo "check.sh: unknown example '$name'" >&2; exit 2 ;;
 esac

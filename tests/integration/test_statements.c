@@ -422,6 +422,17 @@ static void test_declared_timeout(void **state) {
     tether_lease_release(l);
     assert_int_equal(backend_pid(p), pid);
     assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    /* The Prepare of the round that timed out ran: inside a transaction
+     * block the statement must not be prepared again (42P05 would abort
+     * the transaction). */
+    PGresult *r = NULL;
+    assert_int_equal(tether_pq_exec(tether_pq_conn(l), "BEGIN", 1000, &r, &err),
+                     0);
+    PQclear(r);
+    assert_int_equal(run_declared(l, st, "0", 1000, &err), 1);
+    assert_int_equal(
+        tether_pq_exec(tether_pq_conn(l), "COMMIT", 1000, &r, &err), 0);
+    PQclear(r);
     assert_int_equal(run_declared(l, st, "0", 1000, &err), 1);
     assert_int_equal(run_declared(l, st, "0", 1000, &err), 1);
     /* Prepared here now: the Execute alone, outside pipeline mode, times
