@@ -193,7 +193,10 @@ check_redis_pool() {
 # committed must be in the database once and whole, no failed one at all;
 # the slow statements (one job in 50) time out, are cancelled and their
 # connections reused; new connections prepare the declared statements
-# again; no statement returns more than 100 ms after its deadline.
+# again; no statement returns more than 250 ms after its deadline (a loose
+# bound: this program counts the time its threads waited for a CPU on a
+# loaded 2-core machine; integration.statements holds 20 ms, CPU wait left
+# out).
 check_pg_jobs() {
   local v
   for v in PGC_HOST PRIMARY_PORT PGC_USER PGC_PASSWORD PGC_DB PGC_DIR PGC_CTL; do
@@ -215,7 +218,7 @@ check_pg_jobs() {
   local late
   late=$(sed -n 's/^statements: [0-9]* run, [1-9][0-9]* past their deadline, the worst returned \([0-9]*\) ms after it$/\1/p' "$tmp/out")
   [ -n "$late" ] || fail "want 'statements: ... N past their deadline' with N > 0 (one job in 50 is too slow)"
-  [ "${late:-999}" -le 100 ] || fail "a statement returned ${late} ms after its deadline (at most 100)"
+  [ "${late:-999}" -le 250 ] || fail "a statement returned ${late} ms after its deadline (at most 250)"
   grep -Eq '^cancels: [1-9][0-9]* sent, connections reused after one [1-9][0-9]*, closed [0-9]+$' "$tmp/out" ||
     fail "want cancels sent and connections reused after them"
   local prep conns
