@@ -102,7 +102,10 @@ static void load(void) {
     read_duration("TETHER_PRELOAD_RECHECK", "100ms", cfg.recheck,
                   sizeof(cfg.recheck), &cfg.recheck_ms);
     const char *v = getenv("TETHER_PRELOAD_RESET_QUERY"); /* empty: none */
-    cfg.reset = !v ? "DISCARD ALL" : !strcasecmp(v, "none") ? "" : v;
+    cfg.reset = !v                       ? TETHER__PRELOAD_RESET_KEEP
+                : !strcasecmp(v, "none") ? ""
+                                         : v;
+    cfg.keep_prepared = !v;
     if (strchr(cfg.reset, '\n'))
         bad("TETHER_PRELOAD_RESET_QUERY", "(a line break)", "one line");
     read_match();

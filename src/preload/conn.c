@@ -277,6 +277,9 @@ static void decide(const tether__conninfo *eff,
         free(c->pooled);
         free(c->key);
         c->pooled = c->key = NULL;
+    } else {
+        c->keep_prepared = cfg->keep_prepared &&
+                           !tether__conninfo_get(eff, "tether_reset_query");
     }
 }
 

@@ -243,6 +243,32 @@ static void watch(PGconn *conn, const char *sql) {
         tether__preload_table_taint(
             conn, "a custom setting (SET a.b, set_config) was "
                   "made on it");
+    if (conn && tether__preload_sql_touches_prepared(sql))
+        tether__preload_table_prep_unknown(conn); /* prep.c */
+}
+
+/* may_answer: conn can take a statement of the preload's own now (no
+ * query running, no pipeline, no failed transaction). */
+static int may_answer(PGconn *conn) {
+    PGTransactionStatusType ts = PQtransactionStatus(conn);
+    return (ts == PQTRANS_IDLE || ts == PQTRANS_INTRANS) &&
+           PQpipelineStatus(conn) == PQ_PIPELINE_OFF;
+}
+
+/* deallocate drops the statement name from conn (its text changed, or
+ * the program prepares it again where the preload cannot answer for it). */
+static void deallocate(PGconn *conn, const char *name) {
+    char *id = PQescapeIdentifier(conn, name, strlen(name));
+    size_t len = id ? strlen(id) + 12 : 0;
+    char *sql = id ? malloc(len) : NULL;
+    if (sql) {
+        snprintf(sql, len, "DEALLOCATE %s", id);
+        tether__preload_passing++; /* libpq's PQexec calls PQsendQuery */
+        PQclear(tether__preload_real.exec(conn, sql));
+        tether__preload_passing--;
+    }
+    free(sql);
+    PQfreemem(id);
 }
 
 TETHER__PRELOAD_EXPORT PGresult *PQexec(PGconn *conn, const char *query) {
@@ -255,7 +281,8 @@ TETHER__PRELOAD_EXPORT PGresult *PQexec(PGconn *conn, const char *query) {
 TETHER__PRELOAD_EXPORT int PQsendQuery(PGconn *conn, const char *query) {
     if (tether__preload_real_resolve())
         return 0;
-    watch(conn, query);
+    if (!tether__preload_passing) /* not the preload's own statement */
+        watch(conn, query);
     return tether__preload_real.send_query(conn, query);
 }
 
@@ -281,13 +308,28 @@ PQsendQueryParams(PGconn *conn, const char *command, int n, const Oid *types,
         conn, command, n, types, values, lengths, formats, result_format);
 }
 
+/* PQprepare of a statement the connection has with the same text and
+ * types is answered without a round trip; with another text, it is
+ * deallocated first (prep.c, docs/preload.md). */
 TETHER__PRELOAD_EXPORT PGresult *PQprepare(PGconn *conn, const char *name,
                                            const char *query, int n,
                                            const Oid *types) {
     if (tether__preload_real_resolve())
         return NULL;
     watch(conn, query);
-    return tether__preload_real.prepare(conn, name, query, n, types);
+    int known = conn && name && *name && query && n >= 0 && may_answer(conn)
+                    ? tether__preload_table_prep(conn, name, query, n, types)
+                    : -1;
+    if (known == TETHER__PRELOAD_PREP_SAME)
+        return PQmakeEmptyPGresult(conn, PGRES_COMMAND_OK);
+    if (known == TETHER__PRELOAD_PREP_OTHER)
+        deallocate(conn, name);
+    tether__preload_passing++; /* libpq's PQprepare calls PQsendPrepare */
+    PGresult *r = tether__preload_real.prepare(conn, name, query, n, types);
+    tether__preload_passing--;
+    if (known >= 0 && PQresultStatus(r) == PGRES_COMMAND_OK)
+        tether__preload_table_prep_set(conn, name, query, n, types);
+    return r;
 }
 
 TETHER__PRELOAD_EXPORT int PQsendPrepare(PGconn *conn, const char *name,
@@ -295,6 +337,16 @@ TETHER__PRELOAD_EXPORT int PQsendPrepare(PGconn *conn, const char *name,
                                          const Oid *types) {
     if (tether__preload_real_resolve())
         return 0;
+    if (tether__preload_passing) /* inside PQprepare, above */
+        return tether__preload_real.send_prepare(conn, name, query, n, types);
     watch(conn, query);
+    /* Its outcome comes later, out of sight: a name kept here is dropped
+     * first (the program prepares it again), and the list is no longer
+     * known (the give-back deallocates everything). */
+    if (conn && name && *name && query && n >= 0 && may_answer(conn) &&
+        tether__preload_table_prep(conn, name, query, n, types) > 0)
+        deallocate(conn, name);
+    if (conn && name && *name)
+        tether__preload_table_prep_unknown(conn);
     return tether__preload_real.send_prepare(conn, name, query, n, types);
 }

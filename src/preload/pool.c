@@ -240,6 +240,26 @@ static const char *restore(PGconn *pg, const tether__preload_slot *s) {
     return NULL;
 }
 
+/* deallocate_all drops every prepared statement from pg when the program
+ * prepared or dropped some the preload could not follow (prep.c): the
+ * transaction rolled back first. Returns 0, or -1 when pg must be closed. */
+static int deallocate_all(PGconn *pg) {
+    tether__preload_passing++; /* libpq's PQexec calls PQsendQuery */
+    int ok = 1;
+    if (PQtransactionStatus(pg) != PQTRANS_IDLE) {
+        PGresult *r = tether__preload_real.exec(pg, "ROLLBACK");
+        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+    }
+    if (ok) {
+        PGresult *r = tether__preload_real.exec(pg, "DEALLOCATE ALL");
+        ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+    }
+    tether__preload_passing--;
+    return ok ? 0 : -1;
+}
+
 int tether__preload_pool_finish(PGconn *pg) {
     tether__preload_slot s;
     switch (tether__preload_table_finish(pg, &s)) {
@@ -257,6 +277,9 @@ int tether__preload_pool_finish(PGconn *pg) {
     const char *why = s.tainted ? s.tainted : restore(pg, &s);
     if (!why && s.too_many_idle)
         why = "TETHER_PRELOAD_IDLE_MAX idle connections are kept already";
+    if (!why && s.prep_unknown && s.pool->keep_prepared &&
+        deallocate_all(pg) != 0)
+        why = "its prepared statements could not be deallocated";
     if (why) {
         tether__preload_log("connection closed, not reused: %s", why);
         tether_lease_discard(s.lease);

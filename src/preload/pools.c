@@ -75,6 +75,7 @@ static tether__preload_pool *open_pool(const tether__preload_conn *c) {
     tether_pool_metrics m;
     tether_pool_metrics_get(p->pool, &m);
     p->max = m.max_size;
+    p->keep_prepared = c->keep_prepared;
     pthread_mutex_init(&p->mu, NULL);
     return p;
 }

@@ -89,10 +89,18 @@ typedef struct tether__preload_config {
     int64_t max_age_ms;
     char recheck[32]; /* TETHER_PRELOAD_RECHECK, default "100ms" */
     int64_t recheck_ms;
-    const char *reset; /* TETHER_PRELOAD_RESET_QUERY, default DISCARD ALL;
-                          "" for none */
+    const char *reset; /* TETHER_PRELOAD_RESET_QUERY, default
+                          TETHER__PRELOAD_RESET_KEEP; "" for none */
+    int keep_prepared; /* the default reset: prepared statements stay */
     const char *match; /* TETHER_PRELOAD_MATCH, default "*" */
 } tether__preload_config;
+
+/* The default reset: DISCARD ALL without its DEALLOCATE ALL, so that the
+ * program's prepared statements stay (docs/preload.md). */
+#define TETHER__PRELOAD_RESET_KEEP                                             \
+    "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; "    \
+    "SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; "           \
+    "DISCARD SEQUENCES"
 
 /* tether__preload_config_get returns the configuration, read once from the
  * environment. A bad value is reported on stderr naming the variable and turns
@@ -147,6 +155,8 @@ typedef struct tether__preload_conn {
     char *display;             /* masked, never a password */
     char *libpq;               /* without tether's keywords, for a pass-through;
                                   NULL when the original string has none */
+    int keep_prepared; /* the pool resets with TETHER__PRELOAD_RESET_KEEP:
+                          the program's statements stay (prep.c) */
 } tether__preload_conn;
 
 /* tether__preload_conn_prepare fills c from conninfo. Returns 0 (c->pooled may
@@ -194,6 +204,32 @@ enum {
 
 struct tether__preload_pool;
 
+/* ---- prep.c ------------------------------------------------------------ */
+
+/* The statements a program prepared on a pooled connection (prep.c): a
+ * list, kept in the connection's slot under the table's lock. */
+typedef struct tether__preload_prep tether__preload_prep;
+
+enum {
+    TETHER__PRELOAD_PREP_NONE = 0, /* the name is not prepared */
+    TETHER__PRELOAD_PREP_SAME,     /* prepared with this text and types */
+    TETHER__PRELOAD_PREP_OTHER     /* prepared with another text or types */
+};
+
+/* tether__preload_prep_find says what list holds of name. */
+int tether__preload_prep_find(const tether__preload_prep *list,
+                              const char *name, const char *query, int n,
+                              const Oid *types);
+/* tether__preload_prep_add records name; -1 when it cannot (out of memory,
+ * or the list is full: the caller then treats it as unknown). */
+int tether__preload_prep_add(tether__preload_prep **list, const char *name,
+                             const char *query, int n, const Oid *types);
+void tether__preload_prep_drop(tether__preload_prep **list, const char *name);
+void tether__preload_prep_free(tether__preload_prep **list);
+/* tether__preload_sql_touches_prepared: sql may prepare, deallocate or
+ * discard statements (the words PREPARE, DEALLOCATE, DISCARD). */
+int tether__preload_sql_touches_prepared(const char *sql);
+
 /* One PGconn the pool made, once handed out. */
 typedef struct tether__preload_slot {
     PGconn *pg;
@@ -208,6 +244,10 @@ typedef struct tether__preload_slot {
     PQnoticeReceiver rx; /* the driver's receiver at checkout */
     int64_t born_ms;     /* first handed out (monotonic ms) */
     int too_many_idle;   /* at PQfinish: the idle cap is reached */
+    tether__preload_prep *prep; /* prepared on it by the program (prep.c) */
+    int prep_unknown; /* the program prepared or dropped statements the
+                         preload could not follow: the give-back
+                         deallocates them all */
 } tether__preload_slot;
 
 /* tether__preload_table_lease records pg as leased (asked is taken over);
@@ -232,6 +272,18 @@ int tether__preload_table_settings(PGconn *pg, const char *settings);
 PQconninfoOption *tether__preload_table_asked(PGconn *pg);
 int64_t tether__preload_now_ms(void);
 void tether__preload_table_forget(PGconn *pg); /* the driver closed pg */
+/* tether__preload_table_prep: what a leased pg holds of the statement name
+ * (TETHER__PRELOAD_PREP_*), or -1 when it is not leased, its list is
+ * unknown, or statements are not kept (a reset query of the user's). */
+int tether__preload_table_prep(PGconn *pg, const char *name, const char *query,
+                               int n, const Oid *types);
+/* tether__preload_table_prep_set records name as prepared on a leased pg
+ * with query and types (replacing what it had of name). */
+void tether__preload_table_prep_set(PGconn *pg, const char *name,
+                                    const char *query, int n, const Oid *types);
+/* tether__preload_table_prep_unknown: a leased pg's list can no longer be
+ * trusted: emptied, and the give-back deallocates everything. */
+void tether__preload_table_prep_unknown(PGconn *pg);
 void tether__preload_table_lock(void);
 void tether__preload_table_unlock(void);
 /* tether__preload_table_fork_child: in a child, idle slots are forgotten and
@@ -247,6 +299,7 @@ typedef struct tether__preload_pool {
     char *key;
     tether_pool *pool;
     int max;
+    int keep_prepared;   /* see tether__preload_conn */
     int leased;          /* __atomic_* */
     int64_t used_ms;     /* last reserved (under the pools' lock) */
     int64_t released_ms; /* last reservation ended (__atomic_*) */

@@ -65,11 +65,12 @@ int64_t tether__preload_table_lease(PGconn *pg, tether_lease *lease,
         n->next = *bucket(pg);
         *bucket(pg) = n;
     }
-    if (n) /* out of memory: untracked, PQfinish then closes it for real */
+    if (n) { /* out of memory: untracked, PQfinish then closes it for real */
+        tether__preload_prep *prep = n->slot.prep; /* kept across leases */
         n->slot = (tether__preload_slot){
             pg,   lease, pool, asked, settings, TETHER__PRELOAD_LEASED,
-            NULL, rx,    born, 0};
-    else
+            NULL, rx,    born, 0,     prep,     0};
+    } else
         free(asked);
     pthread_mutex_unlock(&lock);
     return born;
@@ -88,11 +89,13 @@ int tether__preload_table_finish(PGconn *pg, tether__preload_slot *out) {
         n->slot.lease = NULL;
         n->slot.pool = NULL;
         n->slot.asked = NULL;
+        n->slot.prep_unknown = 0; /* the give-back deallocates (pool.c) */
         nidle++;
     } else if (st == TETHER__PRELOAD_INHERITED) {
         *pp = n->next;
         free(n->slot.asked);
         free(n->slot.settings);
+        tether__preload_prep_free(&n->slot.prep);
         free(n);
     }
     pthread_mutex_unlock(&lock);
@@ -152,7 +155,52 @@ void tether__preload_table_forget(PGconn *pg) {
         *pp = n->next;
         free(n->slot.asked);
         free(n->slot.settings);
+        tether__preload_prep_free(&n->slot.prep);
         free(n);
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+/* leased_node returns pg's node when it is leased (lock held). */
+static node *leased_node(const PGconn *pg) {
+    node *n = *find(pg);
+    return n && n->slot.state == TETHER__PRELOAD_LEASED ? n : NULL;
+}
+
+int tether__preload_table_prep(PGconn *pg, const char *name, const char *query,
+                               int n, const Oid *types) {
+    pthread_mutex_lock(&lock);
+    node *nd = leased_node(pg);
+    int rc =
+        !nd || nd->slot.prep_unknown || !nd->slot.pool ||
+                !nd->slot.pool->keep_prepared
+            ? -1
+            : tether__preload_prep_find(nd->slot.prep, name, query, n, types);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+void tether__preload_table_prep_set(PGconn *pg, const char *name,
+                                    const char *query, int n,
+                                    const Oid *types) {
+    pthread_mutex_lock(&lock);
+    node *nd = leased_node(pg);
+    if (nd && !nd->slot.prep_unknown) {
+        tether__preload_prep_drop(&nd->slot.prep, name);
+        if (tether__preload_prep_add(&nd->slot.prep, name, query, n, types)) {
+            tether__preload_prep_free(&nd->slot.prep);
+            nd->slot.prep_unknown = 1;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+void tether__preload_table_prep_unknown(PGconn *pg) {
+    pthread_mutex_lock(&lock);
+    node *nd = leased_node(pg);
+    if (nd) {
+        tether__preload_prep_free(&nd->slot.prep);
+        nd->slot.prep_unknown = 1;
     }
     pthread_mutex_unlock(&lock);
 }
@@ -178,6 +226,7 @@ void tether__preload_table_fork_child(void) {
             } else {
                 *pp = n->next;
                 free(n->slot.settings);
+                tether__preload_prep_free(&n->slot.prep);
                 free(n);
             }
         }

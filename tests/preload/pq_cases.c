@@ -21,6 +21,11 @@
  *   pq_cases placeholder CI            a custom setting (myapp.tenant) on
  *                                      one connect, read on the next
  *   pq_cases conninfo CI               what PQconninfo tells
+ *   pq_cases prepared CI               PQprepare on each connect: the same
+ *                                      text, another text, SQL PREPARE and
+ *                                      DEALLOCATE, PQsendPrepare, inside a
+ *                                      transaction; and whether a statement
+ *                                      was answered without the server
  *
  * CI is the program's connection string (CI for envcred carries no user
  * or password: they come from PGUSER and PGPASSWORD); ADMIN a superuser's.
@@ -226,7 +231,8 @@ static int cmd_dropdb(const char *ci, const char *adm) {
     visit(ci, "tether__preload_forced");
     printf("result: dropdb");
     timed("drop", adm, "DROP DATABASE tether__preload_gone");
-    timed("template", adm, "CREATE DATABASE tether__preload_copy TEMPLATE tether__preload_tmpl");
+    timed("template", adm,
+          "CREATE DATABASE tether__preload_copy TEMPLATE tether__preload_tmpl");
     timed("forced", adm, "DROP DATABASE tether__preload_forced WITH (FORCE)");
     /* the server ended pooled backends: the next connects still work */
     visit(ci, "postgres");
@@ -258,7 +264,8 @@ static int cmd_apps(const char *ci, int n) {
     char extra[64], v[32];
     int failed = 0;
     for (int i = 0; i < n; i++) {
-        snprintf(extra, sizeof(extra), "application_name=tether__preload_app_%d", i);
+        snprintf(extra, sizeof(extra),
+                 "application_name=tether__preload_app_%d", i);
         PGconn *pg = connect_with(ci, extra);
         if (PQstatus(pg) != CONNECTION_OK) {
             fprintf(stderr, "pq_cases: apps %d: %s", i, PQerrorMessage(pg));
@@ -336,6 +343,86 @@ static int cmd_conninfo(const char *ci) {
     return 0;
 }
 
+/* prep_run: PQprepare name as sql on pg (through PQprepare, or PQsendPrepare
+ * when async), then run it with arg: its value, or "error". */
+static const char *prep_run(PGconn *pg, const char *name, const char *sql,
+                            const char *arg, int async, char *out, size_t cap) {
+    PGresult *r;
+    if (async) {
+        r = NULL;
+        if (PQsendPrepare(pg, name, sql, 1, NULL))
+            for (PGresult *x; (x = PQgetResult(pg)) != NULL;) {
+                PQclear(r);
+                r = x;
+            }
+    } else {
+        r = PQprepare(pg, name, sql, 1, NULL);
+    }
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    PQclear(r);
+    if (!ok) {
+        snprintf(out, cap, "error");
+        return out;
+    }
+    const char *vals[1] = {arg};
+    r = PQexecPrepared(pg, name, 1, vals, NULL, NULL, 0);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1)
+        snprintf(out, cap, "%s", PQgetvalue(r, 0, 0));
+    else
+        snprintf(out, cap, "error");
+    PQclear(r);
+    return out;
+}
+
+/* Each connect prepares as a program that prepares on every connect does;
+ * the values must be those of fresh sessions. Under the preload, a
+ * statement with the same text comes back without a round trip: its
+ * server-side prepare_time is then older than the connect. */
+static int cmd_prepared(const char *ci) {
+    char v[7][64], kept[16] = "no";
+    PGconn *pg = must_connect(ci, NULL);
+    prep_run(pg, "s1", "SELECT $1::int + 1", "41", 0, v[0], sizeof(v[0]));
+    PQfinish(pg);
+    sleep_s(0.05);
+    pg = must_connect(ci, NULL);
+    char since[64], t[64];
+    value(pg, "SELECT now()", since, sizeof(since));
+    prep_run(pg, "s1", "SELECT $1::int + 1", "1", 0, v[1], sizeof(v[1]));
+    char q[256];
+    snprintf(q, sizeof(q),
+             "SELECT prepare_time < '%s' FROM pg_prepared_statements "
+             "WHERE name = 's1'",
+             since);
+    if (!strcmp(value(pg, q, t, sizeof(t)), "t"))
+        snprintf(kept, sizeof(kept), "yes");
+    PQfinish(pg);
+    pg = must_connect(ci, NULL); /* the same name, another text */
+    prep_run(pg, "s1", "SELECT $1::int * 10", "4", 0, v[2], sizeof(v[2]));
+    PQfinish(pg);
+    pg = must_connect(ci, NULL); /* SQL PREPARE and DEALLOCATE */
+    value(pg, "PREPARE s2 AS SELECT 7", t, sizeof(t));
+    value(pg, "EXECUTE s2", v[3], sizeof(v[3]));
+    prep_run(pg, "s1", "SELECT $1::int + 1", "5", 0, t, sizeof(t));
+    PQfinish(pg);
+    pg = must_connect(ci, NULL); /* s2 must be gone: PREPARE again */
+    must(pg, "PREPARE s2 AS SELECT 8");
+    value(pg, "EXECUTE s2", v[4], sizeof(v[4]));
+    PQfinish(pg);
+    pg = must_connect(ci, NULL); /* PQsendPrepare, then PQprepare */
+    prep_run(pg, "s3", "SELECT $1::int - 1", "1", 1, v[5], sizeof(v[5]));
+    PQfinish(pg);
+    pg = must_connect(ci, NULL);
+    prep_run(pg, "s3", "SELECT $1::int - 1", "10", 0, t, sizeof(t));
+    must(pg, "BEGIN"); /* inside a transaction block */
+    prep_run(pg, "s1", "SELECT $1::int + 100", "1", 0, v[6], sizeof(v[6]));
+    must(pg, "COMMIT");
+    PQfinish(pg);
+    printf("result: same=%s+%s other=%s sql=%s again=%s send=%s/%s txn=%s\n",
+           v[0], v[1], v[2], v[3], v[4], v[5], t, v[6]);
+    printf("measure: kept=%s\n", kept);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: pq_cases MODE CONNINFO [ARGS] (see the "
@@ -364,6 +451,8 @@ int main(int argc, char **argv) {
         return cmd_placeholder(ci);
     if (!strcmp(m, "conninfo"))
         return cmd_conninfo(ci);
+    if (!strcmp(m, "prepared"))
+        return cmd_prepared(ci);
     fprintf(stderr, "pq_cases: unknown mode '%s'\n", m);
     return 2;
 }

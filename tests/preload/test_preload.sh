@@ -227,6 +227,18 @@ both events -- events "$ci"
 both placeholder -- placeholder "$ci"
 # PQconninfo tells what the program asked for.
 both conninfo -- conninfo "host=$PGC_HOST,$PGC_HOST port=$PRIMARY_PORT,$PRIMARY_PORT user=$PGC_USER password=$PGC_PASSWORD dbname=$PGC_DB"
+# Prepared statements kept across give-backs: the same values as fresh
+# sessions, and a statement prepared again with the same text is answered
+# without the server.
+both prepared -- prepared "$ci"
+grep -q 'result: same=42+2 other=40 sql=7 again=8 send=0/9 txn=101' "$work/prepared.preload" &&
+  check "prepared: same text, another text, SQL PREPARE, PQsendPrepare, in a transaction" ||
+  fail "prepared: $(results prepared.preload)"
+grep -q 'measure: kept=yes' "$work/prepared.preload" &&
+  check "prepared: the same statement again was not sent to the server" ||
+  fail "prepared: the same statement was prepared again on the server"
+grep -q 'measure: kept=no' "$work/prepared.plain" ||
+  fail "prepared: the plain run's statement was older than its connect (the check proves nothing)"
 # Configuration edge cases are named, never a silent default.
 for bad in TETHER_PRELOAD_WAIT=0 TETHER_PRELOAD_MATCH= TETHER_PRELOAD_POOL_MAX= TETHER_PRELOAD_LOG=2 TETHER_PRELOAD_IDLE_MAX=0; do
   var=${bad%%=*}

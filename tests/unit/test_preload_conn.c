@@ -92,7 +92,10 @@ static void test_prepare_defaults(void **state) {
     assert_non_null(c.pooled);
     assert_non_null(strstr(c.pooled, "tether_pool_max='7'")); /* env */
     assert_non_null(strstr(c.pooled, "tether_idle_timeout='1s'"));
-    assert_non_null(strstr(c.pooled, "tether_reset_query='DISCARD ALL'"));
+    /* DISCARD ALL without DEALLOCATE ALL: prepared statements stay */
+    assert_non_null(strstr(c.pooled, "tether_reset_query='CLOSE ALL; "));
+    assert_null(strstr(c.pooled, "DEALLOCATE"));
+    assert_int_equal(c.keep_prepared, 1);
     assert_non_null(strstr(c.pooled, "tether_acquire_timeout='30s'"));
     assert_non_null(strstr(c.pooled, "password='" PW "'"));
     assert_null(strstr(c.display, PW));
@@ -112,7 +115,8 @@ static void test_prepare_own_keywords(void **state) {
     assert_non_null(c.pooled);
     assert_non_null(strstr(c.pooled, "tether_pool_max='3'"));
     assert_null(strstr(c.pooled, "tether_pool_max='7'"));
-    assert_null(strstr(c.pooled, "DISCARD ALL"));
+    assert_null(strstr(c.pooled, "CLOSE ALL"));
+    assert_int_equal(c.keep_prepared, 0); /* the program's own reset */
     assert_non_null(c.libpq); /* for a pass-through: libpq's keys only */
     assert_null(strstr(c.libpq, "tether_"));
     assert_non_null(strstr(c.libpq, "sslmode='disable'"));
