@@ -184,7 +184,9 @@ static char *pooled_form(const tether__conninfo *ci,
     snprintf(max, sizeof(max), "%d", cfg->pool_max);
     const char *k[] = {"tether_pool_max", "tether_idle_timeout",
                        "tether_acquire_timeout", "tether_reset_query"};
-    const char *v[] = {max, cfg->idle, cfg->wait, cfg->reset};
+    /* The reset is the preload's, off the program's thread (giveback.c):
+     * the pool's own reset only rolls back what is left (nothing). */
+    const char *v[] = {max, cfg->idle, cfg->wait, ""};
     for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++)
         if (!tether__conninfo_get(ci, k[i]))
             sb_kv(&b, k[i], v[i]);
@@ -278,8 +280,8 @@ static void decide(const tether__conninfo *eff,
         free(c->key);
         c->pooled = c->key = NULL;
     } else {
-        c->keep_prepared = cfg->keep_prepared &&
-                           !tether__conninfo_get(eff, "tether_reset_query");
+        c->own_reset = !tether__conninfo_get(eff, "tether_reset_query");
+        c->keep_prepared = cfg->keep_prepared && c->own_reset;
     }
 }
 

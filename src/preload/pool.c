@@ -20,16 +20,18 @@ static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
 /* The locks in their one order: the ticker's (its thread runs the pools'
  * housekeeping, which closes connections: the table's lock), the pools',
- * the table's, the log's. */
+ * the table's, the give-back collector's, the log's. */
 static void fork_prepare(void) {
     tether__ticker_fork_prepare();
     tether__preload_pools_lock();
     tether__preload_table_lock();
+    tether__preload_giveback_lock();
     tether__log_fork_prepare();
 }
 
 static void fork_parent(void) {
     tether__log_fork_parent();
+    tether__preload_giveback_unlock();
     tether__preload_table_unlock();
     tether__preload_pools_unlock();
     tether__ticker_fork_parent();
@@ -39,6 +41,7 @@ static void fork_child(void) {
     tether__log_fork_child();
     tether__ticker_fork_child();
     tether__preload_table_fork_child();
+    tether__preload_giveback_fork_child();
     tether__preload_pools_fork_child();
 }
 
@@ -168,6 +171,8 @@ static PGconn *lease_fresh(tether__preload_pool *p,
     for (int tries = 0; tries <= p->max + 1; tries++) {
         tether_lease *l = NULL;
         tether_error err = {0};
+        if (tries == 0) /* a connection just given back, being reset */
+            tether__preload_giveback_reclaim(p);
         if (tether_pool_acquire(p->pool, -1, &l, &err) != 0) {
             tether__preload_log("pool failed (%s), connecting without it: %s",
                                 err.message, c->display);
@@ -284,7 +289,15 @@ int tether__preload_pool_finish(PGconn *pg) {
         tether__preload_log("connection closed, not reused: %s", why);
         tether_lease_discard(s.lease);
     } else {
-        tether_lease_release(s.lease); /* rollback, reset query, or close */
+        int rc =
+            s.pool->own_reset
+                ? tether__preload_giveback(pg, s.lease, s.pool,
+                                           tether__preload_config_get()->reset)
+                : 1;
+        if (rc > 0)
+            tether_lease_release(s.lease); /* rollback, reset query, close */
+        else if (rc < 0)
+            tether_lease_discard(s.lease); /* the reset could not be sent */
     }
     tether__preload_pools_unreserve(s.pool);
     return 1;

@@ -76,6 +76,7 @@ static tether__preload_pool *open_pool(const tether__preload_conn *c) {
     tether_pool_metrics_get(p->pool, &m);
     p->max = m.max_size;
     p->keep_prepared = c->keep_prepared;
+    p->own_reset = c->own_reset;
     pthread_mutex_init(&p->mu, NULL);
     return p;
 }

@@ -155,8 +155,11 @@ typedef struct tether__preload_conn {
     char *display;             /* masked, never a password */
     char *libpq;               /* without tether's keywords, for a pass-through;
                                   NULL when the original string has none */
-    int keep_prepared; /* the pool resets with TETHER__PRELOAD_RESET_KEEP:
-                          the program's statements stay (prep.c) */
+    int keep_prepared;         /* the reset is TETHER__PRELOAD_RESET_KEEP: the
+                                  program's statements stay (prep.c) */
+    int own_reset;             /* the preload resets at give-back, off the
+                                  program's thread (giveback.c); 0 when the string
+                                  names tether_reset_query: the pool does */
 } tether__preload_conn;
 
 /* tether__preload_conn_prepare fills c from conninfo. Returns 0 (c->pooled may
@@ -203,6 +206,25 @@ enum {
 };
 
 struct tether__preload_pool;
+
+/* ---- giveback.c -------------------------------------------------------- */
+
+/* tether__preload_giveback sends pg's rollback (when a transaction is open)
+ * and reset query, and leaves the rest to the collector thread, which
+ * releases lease once the results came back clean and closes it
+ * otherwise. Returns 0 (handed over: the caller touches pg no more), 1
+ * when there is nothing to send or no collector (the caller releases it
+ * as usual), -1 when sending failed (the caller discards it). */
+int tether__preload_giveback(PGconn *pg, tether_lease *lease, const void *owner,
+                             const char *reset);
+/* tether__preload_giveback_reclaim finishes on this thread the give-back
+ * of one connection of owner's whose reset is still being collected: a
+ * connect then finds it idle instead of making a new one. Returns 1 when
+ * there was one. */
+int tether__preload_giveback_reclaim(const void *owner);
+void tether__preload_giveback_lock(void); /* fork: in the locks' order */
+void tether__preload_giveback_unlock(void);
+void tether__preload_giveback_fork_child(void);
 
 /* ---- prep.c ------------------------------------------------------------ */
 
@@ -300,6 +322,7 @@ typedef struct tether__preload_pool {
     tether_pool *pool;
     int max;
     int keep_prepared;   /* see tether__preload_conn */
+    int own_reset;       /* see tether__preload_conn */
     int leased;          /* __atomic_* */
     int64_t used_ms;     /* last reserved (under the pools' lock) */
     int64_t released_ms; /* last reservation ended (__atomic_*) */

@@ -92,9 +92,10 @@ static void test_prepare_defaults(void **state) {
     assert_non_null(c.pooled);
     assert_non_null(strstr(c.pooled, "tether_pool_max='7'")); /* env */
     assert_non_null(strstr(c.pooled, "tether_idle_timeout='1s'"));
-    /* DISCARD ALL without DEALLOCATE ALL: prepared statements stay */
-    assert_non_null(strstr(c.pooled, "tether_reset_query='CLOSE ALL; "));
-    assert_null(strstr(c.pooled, "DEALLOCATE"));
+    /* The preload resets (giveback.c), keeping prepared statements: the
+     * pool's own reset only rolls back. */
+    assert_non_null(strstr(c.pooled, "tether_reset_query=''"));
+    assert_int_equal(c.own_reset, 1);
     assert_int_equal(c.keep_prepared, 1);
     assert_non_null(strstr(c.pooled, "tether_acquire_timeout='30s'"));
     assert_non_null(strstr(c.pooled, "password='" PW "'"));
@@ -115,8 +116,9 @@ static void test_prepare_own_keywords(void **state) {
     assert_non_null(c.pooled);
     assert_non_null(strstr(c.pooled, "tether_pool_max='3'"));
     assert_null(strstr(c.pooled, "tether_pool_max='7'"));
-    assert_null(strstr(c.pooled, "CLOSE ALL"));
-    assert_int_equal(c.keep_prepared, 0); /* the program's own reset */
+    assert_null(strstr(c.pooled, "tether_reset_query=''"));
+    assert_int_equal(c.own_reset, 0); /* the program's own reset: the pool's */
+    assert_int_equal(c.keep_prepared, 0);
     assert_non_null(c.libpq); /* for a pass-through: libpq's keys only */
     assert_null(strstr(c.libpq, "tether_"));
     assert_non_null(strstr(c.libpq, "sslmode='disable'"));
