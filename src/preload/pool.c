@@ -163,6 +163,14 @@ static const char *checkout_check(tether__preload_pool *p, PGconn *pg,
     return server_check(p, pg, fresh);
 }
 
+/* idle_now: p has an idle connection now (a give-back still being reset
+ * is not idle yet). */
+static int idle_now(tether__preload_pool *p) {
+    tether_pool_metrics m;
+    tether_pool_metrics_get(p->pool, &m);
+    return m.idle > 0;
+}
+
 /* lease_fresh acquires from p a connection no older than the bound:
  * older ones are closed (a new one authenticates again). NULL on failure
  * (the caller connects through libpq, which reports the error). */
@@ -171,7 +179,7 @@ static PGconn *lease_fresh(tether__preload_pool *p,
     for (int tries = 0; tries <= p->max + 1; tries++) {
         tether_lease *l = NULL;
         tether_error err = {0};
-        if (tries == 0) /* a connection just given back, being reset */
+        if (tries == 0 && !idle_now(p)) /* one given back, being reset */
             tether__preload_giveback_reclaim(p);
         if (tether_pool_acquire(p->pool, -1, &l, &err) != 0) {
             tether__preload_log("pool failed (%s), connecting without it: %s",
