@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,18 +102,7 @@ static void *run_lookup(void *arg) {
 /* Starts l's thread, detached, with every signal blocked (signals are for
  * the application's threads). */
 static int start_lookup(lookup *l) {
-    pthread_attr_t attr;
-    sigset_t all, old;
-    pthread_t t;
-    if (pthread_attr_init(&attr) != 0)
-        return -1;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&t, &attr, run_lookup, l);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    pthread_attr_destroy(&attr);
-    return rc == 0 ? 0 : -1;
+    return tether__thread_spawn(run_lookup, l);
 }
 
 static lookup *new_lookup(const char *host) {

@@ -118,6 +118,10 @@ int64_t tether__mul_sat(int64_t v, double f, int64_t cap);
 extern _Atomic int64_t tether__ticker;
 extern _Atomic int tether__ticker_on;
 
+/* tether__thread_spawn starts fn(arg) on a detached thread with every
+ * signal blocked (thread.c). Returns 0, or -1 when no thread was made. */
+int tether__thread_spawn(void *(*fn)(void *), void *arg);
+
 /* A subscriber to the ticker: fn(ctx, tick) runs on the ticker thread
  * every tick (tick counts from 1). The node lives in the subscriber. */
 typedef struct tether__tick_sub {

@@ -6,6 +6,7 @@
  * that is not what a clean reset returns, a connection lost, or no answer
  * within RESET_WAIT_MS closes the connection instead. After fork, the
  * child forgets the parent's pending connections without touching them. */
+#include "internal.h"
 #include "preload.h"
 
 #include <errno.h>
@@ -143,13 +144,7 @@ static int start(void) {
         return -1;
     for (int i = 0; i < 2; i++)
         fcntl(wake[i], F_SETFL, fcntl(wake[i], F_GETFL) | O_NONBLOCK);
-    pthread_t th;
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&th, &at, collector, NULL);
-    pthread_attr_destroy(&at);
-    if (rc != 0) {
+    if (tether__thread_spawn(collector, NULL) != 0) {
         close(wake[0]);
         close(wake[1]);
         wake[0] = wake[1] = -1;
