@@ -1324,8 +1324,10 @@ TETHER_API tether_cq *tether_cq_create(tether_error *err);
 TETHER_API void tether_cq_destroy(tether_cq *cq);
 
 /* tether_cq_fd returns the descriptor to poll for input: readable while
- * a completion waits in cq. Read nothing from it: tether_cq_next drains it
- * when it takes the last completion. -1 for NULL. */
+ * a completion waits in cq, and until tether_cq_next has found cq empty
+ * (returned TETHER_EAGAIN) once: a loop that takes completions until
+ * TETHER_EAGAIN sees it quiet again; one that stops earlier is woken
+ * again. Read nothing from it: tether_cq_next drains it. -1 for NULL. */
 TETHER_API int tether_cq_fd(const tether_cq *cq);
 
 /* tether_cq_next takes the next completion without blocking. Returns 0

@@ -133,7 +133,12 @@ static void cq_push(tether_cq *cq, tether__cq_entry *e) {
     pthread_mutex_unlock(&cq->lock);
 }
 
-/* Take the first ready entry; the eventfd is drained with the last. */
+/* Take the first ready entry. The eventfd is drained when a take finds
+ * the list empty, not with its last entry: a loop that takes completions
+ * until none is left, and in their callbacks starts acquires that complete
+ * at once, posts those without a write (the fd is still signaled) and pays
+ * one read at the end, instead of a write and a read per completion
+ * (docs/evloop.md, "What it costs"). */
 static tether__cq_entry *cq_pop(tether_cq *cq) {
     pthread_mutex_lock(&cq->lock);
     tether__cq_entry *e = cq->ready;
@@ -142,8 +147,7 @@ static tether__cq_entry *cq_pop(tether_cq *cq) {
         if (!cq->ready)
             cq->ready_tail = NULL;
         cq->nready--;
-    }
-    if (!cq->ready && cq->signaled) {
+    } else if (cq->signaled) {
         uint64_t v;
         if (read(cq->fd, &v, sizeof(v)) == sizeof(v))
             cq->signaled = 0;
