@@ -1289,6 +1289,66 @@ TETHER_API tether_pool *tether_pool_read_side(const tether_pool *p);
  * default); valid until p is destroyed. */
 TETHER_API const char *tether_pool_name(const tether_pool *p);
 
+/* Flags for tether_pool_pause. */
+#define TETHER_PAUSE_CLOSE_IDLE 1u /* also close idle connections now */
+
+/* tether_pool_resize sets min and max at runtime (0 <= min <= max, max >= 1).
+ * Shrinking closes idle connections above the new max at once and retires
+ * leased ones as they come back. Returns 0 or TETHER_EINVAL (err says why). */
+TETHER_API int tether_pool_resize(tether_pool *p, int min_size, int max_size,
+                                  tether_error *err);
+
+/* tether_pool_pause stops handing out connections; leases in use come back
+ * as usual; callers wait within their deadlines. Returns 0. */
+TETHER_API int tether_pool_pause(tether_pool *p, unsigned flags);
+
+/* tether_pool_resume ends a pause. Returns 0. */
+TETHER_API int tether_pool_resume(tether_pool *p);
+
+/* tether_pool_evict_idle closes the idle connections now (soft evict: leased
+ * ones are untouched). Returns how many were closed. */
+TETHER_API int tether_pool_evict_idle(tether_pool *p);
+
+/* tether_pool_reconnect retires every connection as it is released (idle
+ * ones now): a rolling reconnect. Returns 0. */
+TETHER_API int tether_pool_reconnect(tether_pool *p);
+
+/* One acquire site holding leases. */
+typedef struct tether_pool_holder {
+    char site[64];      /* "file.c:123" (basename), "" when not recorded */
+    int count;          /* leases held from that site */
+    int64_t oldest_ms;  /* age of the oldest of them */
+} tether_pool_holder;
+
+/* tether_pool_holders fills out (cap entries) with the sites holding leases,
+ * most leases first; returns how many were written. */
+TETHER_API int tether_pool_holders(tether_pool *p, tether_pool_holder *out,
+                                   int cap);
+
+/* tether_pool_paused returns 1 while p is paused. */
+TETHER_API int tether_pool_paused(tether_pool *p);
+
+/* ------------------------------------------------------------------------ */
+/* The admin socket (docs/operations.md)                                    */
+/* ------------------------------------------------------------------------ */
+
+/* tether_admin_start opens the admin socket at path (a Unix socket, mode
+ * 0600, peers of the same user or root only) and serves it on one thread of
+ * its own: every live pool of the process, inspected and controlled with
+ * the line protocol of docs/operations.md (`tether top`, `tether ctl`). A
+ * stale socket file at path is replaced; a live one (another process
+ * answers there) is TETHER_ESTATE. Starting the same path again is 0. The
+ * environment variable TETHER_ADMIN_SOCKET does the same when the process's
+ * first pool is created, and the keyword tether_admin_socket when a pool is
+ * opened from a connection string. Returns 0, TETHER_EINVAL (path empty or
+ * too long), TETHER_ESTATE or TETHER_EIO (err says why). */
+TETHER_API int tether_admin_start(const char *path, tether_error *err);
+
+/* tether_admin_stop closes every admin socket of the process, removes
+ * their files and ends the server thread. The process's exit does the same
+ * for the files. */
+TETHER_API void tether_admin_stop(void);
+
 /* ------------------------------------------------------------------------ */
 /* Non-blocking acquire, for event loops (docs/evloop.md)                   */
 /* ------------------------------------------------------------------------ */
