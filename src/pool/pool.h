@@ -103,6 +103,10 @@ struct tether_pool {
      * it, with the slots' quick counts in bucket 0). */
     _Atomic uint64_t hist[TETHER_HIST_BUCKETS];
     _Atomic uint64_t hist_sum_us;
+    /* The connect-time histogram, the same buckets (pool.c counts each
+     * connect that succeeded; metrics.c: db_client_connection_create_time) */
+    _Atomic uint64_t create_hist[TETHER_HIST_BUCKETS];
+    _Atomic uint64_t create_sum_us;
 
     /* Transaction affinity (affinity.c, docs/pool.md, "Transactions across
      * acquires"): the reservations, allocated by the first keyed acquire

@@ -354,7 +354,7 @@ static int child_connects(void) {
             _exit(errno == EACCES ? 2 : 8); /* 2: refused by the mode */
         char buf[256];
         if (send(fd, "ping\n", 5, MSG_NOSIGNAL) < 0)
-            _exit(3);
+            _exit(4); /* closed already: refused just as well */
         ssize_t n = read_line(fd, buf, sizeof(buf), 3000);
         _exit(n == 0 ? 4 : n > 0 ? 5 : 6); /* 4: closed without an answer */
     }
