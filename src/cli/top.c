@@ -171,15 +171,26 @@ static void show(const screen *sc, const char *path, const cli_json *d) {
     line(sc, "tether top - %s - %s - %d pool%s%s", path, when, n,
          n == 1 ? "" : "s", sc->tty ? " - q quits" : "");
     line(sc, "%s", "");
+    /* The name column fits the longest name, within what the width leaves
+     * (names are cut only on a terminal too narrow for them). */
+    int longest = 4;
+    const cli_json *p;
+    for (int i = 0; (p = cli_json_at(d, pools, i)); i++) {
+        int len = (int)strlen(txt(d, p, "name"));
+        longest = len > longest ? len : longest;
+    }
     int narrow = sc->cols > 0 && sc->cols < 100;
+    int rest = narrow ? 44 : 71; /* the other columns' width */
+    int w = longest;
+    if (sc->cols > 0 && w > sc->cols - rest)
+        w = sc->cols - rest < 8 ? 8 : sc->cols - rest;
     if (narrow)
-        line(sc, "%-20s %4s %4s %4s %4s %7s %6s %-9s", "POOL", "SIZE", "USE",
+        line(sc, "%-*s %4s %4s %4s %4s %7s %5s %-9s", w, "POOL", "SIZE", "USE",
              "IDLE", "WAIT", "P99", "TMOUT", "BREAKER");
     else
-        line(sc, "%-28s %4s %4s %4s %4s %4s %4s %7s %7s %6s %-9s %-7s", "POOL",
-             "SIZE", "USE", "IDLE", "WAIT", "MIN", "MAX", "P50", "P99", "TMOUT",
-             "BREAKER", "STATE");
-    const cli_json *p;
+        line(sc, "%-*s %4s %4s %4s %4s %4s %4s %7s %7s %6s %-9s %-7s", w,
+             "POOL", "SIZE", "USE", "IDLE", "WAIT", "MIN", "MAX", "P50", "P99",
+             "TMOUT", "BREAKER", "STATE");
     for (int i = 0; (p = cli_json_at(d, pools, i)); i++) {
         char p50[16], p99[16];
         const char *name = txt(d, p, "name");
@@ -190,16 +201,16 @@ static void show(const screen *sc, const char *path, const cli_json *d) {
         dur_us(cli_json_num(d, p, "acquire_p50_us", -1), p50, sizeof(p50));
         dur_us(cli_json_num(d, p, "acquire_p99_us", -1), p99, sizeof(p99));
         if (narrow)
-            line(sc, "%-20.20s %4.0f %4.0f %4.0f %4.0f %7s %6.0f %-9s", name,
-                 cli_json_num(d, p, "size", 0), cli_json_num(d, p, "in_use", 0),
-                 cli_json_num(d, p, "idle", 0),
+            line(sc, "%-*.*s %4.0f %4.0f %4.0f %4.0f %7s %5.0f %-9s", w, w,
+                 name, cli_json_num(d, p, "size", 0),
+                 cli_json_num(d, p, "in_use", 0), cli_json_num(d, p, "idle", 0),
                  cli_json_num(d, p, "waiting", 0), p99,
                  cli_json_num(d, p, "timeouts", 0), txt(d, p, "breaker"));
         else
             line(sc,
-                 "%-28.28s %4.0f %4.0f %4.0f %4.0f %4.0f %4.0f %7s %7s %6.0f "
+                 "%-*.*s %4.0f %4.0f %4.0f %4.0f %4.0f %4.0f %7s %7s %6.0f "
                  "%-9s %-7s",
-                 name, cli_json_num(d, p, "size", 0),
+                 w, w, name, cli_json_num(d, p, "size", 0),
                  cli_json_num(d, p, "in_use", 0), cli_json_num(d, p, "idle", 0),
                  cli_json_num(d, p, "waiting", 0), cli_json_num(d, p, "min", 0),
                  cli_json_num(d, p, "max", 0), p50, p99,

@@ -1467,8 +1467,11 @@ static int open_pool(tether_pool **p, const char *app, int max, char *settings,
              "tether_pool_max=%d%s%s%s",
              CONNECT_TIMEOUT_MS / 1000, max, D.o.retry ? " tether_retry='" : "",
              D.o.retry ? D.o.retry : "", D.o.retry ? "'" : "");
-    snprintf(extra, sizeof(extra),
-             "options='-c client_min_messages=warning' %s", settings);
+    snprintf(
+        extra, sizeof(extra),
+        "options='-c client_min_messages=warning' tether_pool_name=demo-%s "
+        "%s",
+        name, settings);
     fault_cluster_conninfo(&D.cl, 1, app, extra, ci, sizeof(ci));
     tether_error err;
     if (tether_pool_open(p, ci, on_connect_event, &D.watch[k], &err) != 0) {
