@@ -305,6 +305,26 @@ static void unlink_all(void) {
     pthread_mutex_unlock(&S.lock);
 }
 
+/* A child of fork has no server thread: it forgets the parent's sockets
+ * (closing its copies) so that neither its exit nor a tether_admin_stop in
+ * it removes the parent's files, and its clients' connections are not
+ * held open by it. It may start sockets of its own. */
+static void forget_in_child(void) {
+    pthread_mutex_init(&S.lock, NULL); /* another thread may have held it */
+    for (int i = 0; i < S.nlisten; i++)
+        close(S.lfd[i]);
+    for (int i = 0; i < nclients && i < CLIENTS_MAX; i++)
+        if (clients[i])
+            close(clients[i]->fd); /* their memory: left to the child */
+    nclients = 0;
+    if (S.wake[0] >= 0) {
+        close(S.wake[0]);
+        close(S.wake[1]);
+    }
+    S.wake[0] = S.wake[1] = -1;
+    S.nlisten = S.running = S.stop = 0;
+}
+
 /* start_thread starts the server thread with every signal blocked (the
  * process's signals are not its business). S.lock held. */
 static int start_thread(tether_error *err) {
@@ -325,8 +345,10 @@ static int start_thread(tether_error *err) {
     S.running = 1;
     S.stop = 0;
     static int at_exit;
-    if (!at_exit++)
+    if (!at_exit++) {
         atexit(unlink_all);
+        pthread_atfork(NULL, NULL, forget_in_child);
+    }
     return 0;
 }
 

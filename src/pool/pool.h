@@ -103,10 +103,6 @@ struct tether_pool {
      * it, with the slots' quick counts in bucket 0). */
     _Atomic uint64_t hist[TETHER_HIST_BUCKETS];
     _Atomic uint64_t hist_sum_us;
-    /* The connect-time histogram, the same buckets (pool.c counts each
-     * connect that succeeded; metrics.c: db_client_connection_create_time) */
-    _Atomic uint64_t create_hist[TETHER_HIST_BUCKETS];
-    _Atomic uint64_t create_sum_us;
 
     /* Transaction affinity (affinity.c, docs/pool.md, "Transactions across
      * acquires"): the reservations, allocated by the first keyed acquire
@@ -134,6 +130,13 @@ struct tether_pool {
     int64_t cq_due_ns; /* no queued one's deadline is earlier (may be
                           earlier than the earliest: then a check finds
                           nothing and sets it anew) */
+
+    /* The connect-time histogram, the acquire histogram's buckets (pool.c
+     * counts each connect that succeeded; metrics.c writes it as
+     * db_client_connection_create_time). Last: the fields above keep
+     * their places. */
+    _Atomic uint64_t create_hist[TETHER_HIST_BUCKETS];
+    _Atomic uint64_t create_sum_us;
 };
 
 /* The fast path's fields fill the first line and no more. */

@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "../support/needs_pq.h"
 #include "../support/sim_pool.h"
 #include "admin.h"
 
@@ -207,6 +208,13 @@ static void test_socket_file(void **state) {
     longp[199] = '\0';
     assert_int_equal(tether_admin_start(longp, &err), TETHER_EINVAL);
     assert_int_equal(tether_admin_start("", &err), TETHER_EINVAL);
+    /* a child of fork that exits leaves the parent's socket alone */
+    pid_t pid = fork();
+    if (pid == 0)
+        exit(0); /* atexit handlers run */
+    waitpid(pid, NULL, 0);
+    assert_int_equal(access(path, F_OK), 0);
+    assert_string_equal(ask("ping\n"), "ok\n");
     tether_admin_stop(); /* both closed, their files gone */
     assert_int_equal(access(path, F_OK), -1);
     assert_int_equal(access(other, F_OK), -1);
@@ -305,6 +313,7 @@ static void test_control(void **state) {
  * document never carries the string's password. */
 static void test_keyword(void **state) {
     (void)state;
+    NEEDS_PQ_KEYWORDS(); /* user, dbname, password: the pq driver's */
     char ci[512];
     snprintf(ci, sizeof(ci),
              "host=127.0.0.1 port=1 user=u dbname=d password=sekret-pw "
