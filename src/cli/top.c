@@ -110,6 +110,19 @@ static const char *dur_us(double us, char *b, size_t cap) {
     return b;
 }
 
+/* An age in milliseconds, short: "<1ms", "850ms", "1.5s", "2.0m". */
+static const char *dur_ms(double ms, char *b, size_t cap) {
+    if (ms < 1)
+        snprintf(b, cap, "<1ms");
+    else if (ms < 1000)
+        snprintf(b, cap, "%.0fms", ms);
+    else if (ms < 60000)
+        snprintf(b, cap, "%.1fs", ms / 1e3);
+    else
+        snprintf(b, cap, "%.1fm", ms / 6e4);
+    return b;
+}
+
 static void show_hosts(const screen *sc, const cli_json *d, const cli_json *p) {
     const cli_json *hosts = cli_json_get(d, p, "hosts");
     char buf[512];
@@ -156,7 +169,7 @@ static void show_held(const screen *sc, const cli_json *d, const cli_json *p) {
              i ? "     " : "held:", site && *site ? site : "(unknown site)",
              cli_json_num(d, h, "count", 0),
              cli_json_num(d, h, "count", 0) == 1 ? " " : "s",
-             dur_us(cli_json_num(d, h, "age_ms", 0) * 1000, a, sizeof(a)));
+             dur_ms(cli_json_num(d, h, "age_ms", 0), a, sizeof(a)));
     }
 }
 
