@@ -1106,6 +1106,73 @@ TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
 #define tether_pool_acquire(p, timeout_ms, out, err)                           \
     tether_pool_acquire_at((p), (timeout_ms), (out), (err), __FILE__, __LINE__)
 
+/* ---- Operating a pool at runtime (docs/pool.md, "Operating a pool at
+ * runtime"). Every call is thread-safe and may run while other threads
+ * acquire and release; none of them slows the fast path down. Pause,
+ * resume, evict and reconnect of a routing pool act on its read side
+ * (tether_pool_read_side) too; resize sets the pool given only. ------- */
+
+/* Flags for tether_pool_pause. */
+#define TETHER_PAUSE_CLOSE_IDLE 1u /* also close idle connections now */
+
+/* tether_pool_resize sets min and max at runtime (0 <= min_size <= max_size,
+ * 1 <= max_size <= the pool's capacity: tether_pool_opts.max_size_limit,
+ * else its max_size at creation). Growing lets waiters create at once and
+ * fills up to the new min_size in the background; shrinking closes idle
+ * connections above the new max at once and closes leased ones as they
+ * come back, until the pool is within it. Returns 0, TETHER_EINVAL (err
+ * names the bad value) or TETHER_ECLOSED. */
+TETHER_API int tether_pool_resize(tether_pool *p, int min_size, int max_size,
+                                  tether_error *err);
+
+/* tether_pool_pause stops handing out connections: leases in use come back
+ * as usual (and stay idle); new connections are not created; callers wait
+ * in the queue within their deadlines and, if the pause outlasts them, fail
+ * with TETHER_ETIMEDOUT whose message says the pool is paused. An acquire
+ * already past its checks when the pause begins may still complete.
+ * flags: TETHER_PAUSE_CLOSE_IDLE also closes the idle connections now (and
+ * each one released during the pause stays idle until resume). Pausing a
+ * paused pool does nothing more. Returns 0, or TETHER_EINVAL for a NULL
+ * p. */
+TETHER_API int tether_pool_pause(tether_pool *p, unsigned flags);
+
+/* tether_pool_resume ends a pause: the callers waiting get the idle
+ * connections first come, first served, and new ones are created for the
+ * rest. Returns 0 (also when p was not paused), or TETHER_EINVAL for a
+ * NULL p. */
+TETHER_API int tether_pool_resume(tether_pool *p);
+
+/* tether_pool_evict_idle closes the idle connections now (a soft evict:
+ * leased ones are untouched; the pool refills to min_size as usual).
+ * Returns how many were closed (0 for a NULL p). */
+TETHER_API int tether_pool_evict_idle(tether_pool *p);
+
+/* tether_pool_reconnect retires every connection: the idle ones now, each
+ * leased one when it is released, so that every connection is made anew
+ * (new credentials, a DNS change) without a pause: a rolling reconnect.
+ * The connector forgets what it knew of the hosts' roles. A transaction
+ * reserved to a key (tether_pool_acquire_key) is lost, as with
+ * tether_pool_clear. Returns 0, or TETHER_EINVAL for a NULL p. */
+TETHER_API int tether_pool_reconnect(tether_pool *p);
+
+/* One acquire site holding leases (tether_pool_holders). */
+typedef struct tether_pool_holder {
+    char site[64];     /* "file.c:123" (the file's base name), "" when not
+                          recorded */
+    int count;         /* leases held from that site */
+    int64_t oldest_ms; /* age of the oldest of them */
+} tether_pool_holder;
+
+/* tether_pool_holders fills out (cap entries) with the sites holding
+ * leases now, most leases first (then the oldest first); returns how many
+ * were written (0 for a NULL p or out, or out of memory). Sites are
+ * recorded on every acquire, as the tether_pool_acquire macros pass them. */
+TETHER_API int tether_pool_holders(tether_pool *p, tether_pool_holder *out,
+                                   int cap);
+
+/* tether_pool_paused returns 1 while p is paused, else 0. */
+TETHER_API int tether_pool_paused(tether_pool *p);
+
 /* tether_pool_acquire_key_at is tether_pool_acquire_at for a transaction
  * spread over several acquires (docs/pool.md, "Transactions across
  * acquires"). key (the application's: a request's or a transaction's id;
@@ -1288,6 +1355,27 @@ TETHER_API tether_pool *tether_pool_read_side(const tether_pool *p);
  * (tether_pool_opts.name, tether_pool_name in a connection string, or the
  * default); valid until p is destroyed. */
 TETHER_API const char *tether_pool_name(const tether_pool *p);
+
+/* ------------------------------------------------------------------------ */
+/* The admin socket (docs/operations.md)                                    */
+/* ------------------------------------------------------------------------ */
+
+/* tether_admin_start opens the admin socket at path (a Unix socket, mode
+ * 0600, peers of the same user or root only) and serves it on one thread of
+ * its own: every live pool of the process, inspected and controlled with
+ * the line protocol of docs/operations.md (`tether top`, `tether ctl`). A
+ * stale socket file at path is replaced; a live one (another process
+ * answers there) is TETHER_ESTATE. Starting the same path again is 0. The
+ * environment variable TETHER_ADMIN_SOCKET does the same when the process's
+ * first pool is created, and the keyword tether_admin_socket when a pool is
+ * opened from a connection string. Returns 0, TETHER_EINVAL (path empty or
+ * too long), TETHER_ESTATE or TETHER_EIO (err says why). */
+TETHER_API int tether_admin_start(const char *path, tether_error *err);
+
+/* tether_admin_stop closes every admin socket of the process, removes
+ * their files and ends the server thread. The process's exit does the same
+ * for the files. */
+TETHER_API void tether_admin_stop(void);
 
 /* ------------------------------------------------------------------------ */
 /* Non-blocking acquire, for event loops (docs/evloop.md)                   */

@@ -72,9 +72,59 @@ int cli_parse_seconds(const char *cmd, const char *text, int64_t *ms);
  * server messages) replaced by \ufffd, so that the output is valid JSON. */
 void cli_json_str(const char *s);
 
-/* The command's own subcommands (plan.c, probe.c); the lab's are in
- * lab.h. */
+/* ---- the admin socket's client (admin_client.c, docs/operations.md) ---- */
+
+/* cli_admin_connect connects to the admin socket at path; returns the
+ * descriptor, or -1 with why (cap bytes) filled. */
+int cli_admin_connect(const char *path, char *why, size_t cap);
+
+/* cli_admin_request sends req (one line, its newline included) on fd and
+ * returns the one-line answer without its newline (malloc'd), or NULL with
+ * why filled when none came whole within timeout_ms. */
+char *cli_admin_request(int fd, const char *req, int timeout_ms, char *why,
+                        size_t cap);
+
+/* A JSON document read by cli_json_parse: an array of nodes, the root
+ * first; children and siblings are indices (-1: none). Strings are cut at
+ * 160 bytes (the pools document's longest is a pool name). */
+enum {
+    CLI_JSON_NULL,
+    CLI_JSON_BOOL,
+    CLI_JSON_NUMBER,
+    CLI_JSON_STRING,
+    CLI_JSON_ARRAY,
+    CLI_JSON_OBJECT
+};
+typedef struct cli_json {
+    int type, child, next;
+    char key[64];
+    char str[160];
+    double num;
+} cli_json;
+
+/* cli_json_parse reads text (malloc'd nodes, free() them), or NULL when it
+ * is not one JSON value. */
+cli_json *cli_json_parse(const char *text);
+
+/* cli_json_get returns obj's member key, or NULL. */
+const cli_json *cli_json_get(const cli_json *doc, const cli_json *obj,
+                             const char *key);
+
+/* cli_json_at returns element i of array arr, or NULL. */
+const cli_json *cli_json_at(const cli_json *doc, const cli_json *arr, int i);
+
+/* cli_json_num returns member key of obj as a number (true is 1), else
+ * dflt; cli_json_text returns it as a string, else NULL. */
+double cli_json_num(const cli_json *doc, const cli_json *obj, const char *key,
+                    double dflt);
+const char *cli_json_text(const cli_json *doc, const cli_json *obj,
+                          const char *key);
+
+/* The command's own subcommands (plan.c, probe.c, top.c, ctl.c); the lab's
+ * are in lab.h. */
 int cli_plan(int argc, char **argv);
 int cli_probe(int argc, char **argv);
+int cli_top(int argc, char **argv);
+int cli_ctl(int argc, char **argv);
 
 #endif

@@ -13,6 +13,8 @@ static const cli_command commands[] = {
     {"sim", "simulate a reconnect storm (tether sim storm)", tether__lab_sim},
     {"bench", "benchmark the pool (tether bench cycle)", tether__lab_bench},
     {"probe", "connect once and show every attempt", cli_probe},
+    {"top", "a live view of a process's pools (its admin socket)", cli_top},
+    {"ctl", "pause, resume, resize, evict or reconnect a live pool", cli_ctl},
     {"demo", "a live workload while the database fails (scratch cluster)",
      tether__lab_demo},
 };

@@ -63,6 +63,7 @@ typedef struct demo_opts {
     uint64_t seed;
     const char *svg;
     const char *retry; /* tether_retry spec; NULL: the pool's default */
+    const char *admin; /* --admin-socket: tether_admin_start's path */
 } demo_opts;
 
 static struct demo {
@@ -1183,7 +1184,8 @@ enum {
     OPT_NO_FAULTS,
     OPT_RETRY,
     OPT_CHAOS,
-    OPT_SEED
+    OPT_SEED,
+    OPT_ADMIN
 };
 
 static const struct option demo_options[] = {
@@ -1196,6 +1198,7 @@ static const struct option demo_options[] = {
     {"retry", required_argument, NULL, OPT_RETRY},
     {"chaos", no_argument, NULL, OPT_CHAOS},
     {"seed", required_argument, NULL, OPT_SEED},
+    {"admin-socket", required_argument, NULL, OPT_ADMIN},
     {NULL, 0, NULL, 0}};
 
 static int take_opt(void *ctx, int opt, const char *v) {
@@ -1237,6 +1240,9 @@ static int take_opt(void *ctx, int opt, const char *v) {
     case OPT_CHAOS:
         o->chaos = 1;
         return 0;
+    case OPT_ADMIN:
+        o->admin = v;
+        return 0;
     case OPT_SEED: {
         long long seed;
         if (cli_parse_int(CMD, "--seed", v, 0, INT64_MAX, &seed))
@@ -1253,6 +1259,7 @@ static void help(void) {
     printf(
         "usage: tether demo [--seconds N] [--threads T] [--pool P] [--json]\n"
         "                   [--svg FILE] [--retry SPEC] [--no-faults]\n"
+        "                   [--admin-socket PATH]\n"
         "       tether demo --chaos [--seconds N] [--seed S] [--json] ...\n\n"
         "Starts a scratch PostgreSQL primary and streaming standby on "
         "127.0.0.1\n(scripts/pg-cluster; as root the servers run as the "
@@ -1288,7 +1295,12 @@ static void help(void) {
         "                each failover followed by a new standby rebuilt "
         "from the\n                new primary (scripts/chaos)\n"
         "  --seed S      the --chaos schedule's seed (default: the time; "
-        "printed)\n\n"
+        "printed)\n"
+        "  --admin-socket PATH  serve the pools on an admin socket at PATH "
+        "for\n"
+        "                tether top and tether ctl (docs/operations.md); "
+        "the\n"
+        "                variable TETHER_ADMIN_SOCKET does the same\n\n"
         "Checked all along: no connection held by two callers; the "
         "server never\nholds more of a pool's sessions than the pool has "
         "open or opening (once\nno fault has been in the air for 1 s); no "
@@ -1455,8 +1467,11 @@ static int open_pool(tether_pool **p, const char *app, int max, char *settings,
              "tether_pool_max=%d%s%s%s",
              CONNECT_TIMEOUT_MS / 1000, max, D.o.retry ? " tether_retry='" : "",
              D.o.retry ? D.o.retry : "", D.o.retry ? "'" : "");
-    snprintf(extra, sizeof(extra),
-             "options='-c client_min_messages=warning' %s", settings);
+    snprintf(
+        extra, sizeof(extra),
+        "options='-c client_min_messages=warning' tether_pool_name=demo-%s "
+        "%s",
+        name, settings);
     fault_cluster_conninfo(&D.cl, 1, app, extra, ci, sizeof(ci));
     tether_error err;
     if (tether_pool_open(p, ci, on_connect_event, &D.watch[k], &err) != 0) {
@@ -1484,7 +1499,7 @@ int tether__lab_demo(int argc, char **argv) {
         help();
         return CLI_OK;
     }
-    D.o = (demo_opts){0, 0, 60000, 0, 1, 0, 0, NULL, NULL};
+    D.o = (demo_opts){0, 0, 60000, 0, 1, 0, 0, NULL, NULL, NULL};
     D.o.seed = (uint64_t)time(NULL);
     int rc = cli_parse_opts(CMD, argc, argv, demo_options, take_opt, &D.o);
     if (rc)
@@ -1493,6 +1508,14 @@ int tether__lab_demo(int argc, char **argv) {
         D.o.threads = D.o.chaos ? 64 : 16;
     if (!D.o.pool) /* the job worker's pool takes JOB_POOL of the slots */
         D.o.pool = D.o.chaos ? SERVER_SLOTS - 1 - JOB_POOL : 8;
+    if (D.o.admin) { /* before the cluster: a bad path fails at once */
+        tether_error e;
+        if (tether_admin_start(D.o.admin, &e) != 0) {
+            fprintf(stderr, "tether demo: --admin-socket: %s\n", e.message);
+            return CLI_FAIL;
+        }
+        fprintf(stderr, "tether demo: admin socket %s\n", D.o.admin);
+    }
     catch_signals();
     D.tty = isatty(2);
     D.nsecs = (int)(D.o.seconds_ms / 1000) + 2;
@@ -1547,6 +1570,7 @@ int tether__lab_demo(int argc, char **argv) {
         tether_pool_destroy(D.jobs);
     fault_cluster_stop(&D.cl);
     free(D.secs);
+    tether_admin_stop(); /* the socket's file removed (if any) */
     if (interrupted) {
         fprintf(stderr, "tether demo: interrupted; cluster removed\n");
         return 128 + interrupted;

@@ -4,6 +4,7 @@
  * side along (route.c). The pool itself calls neither. See docs/pool.md,
  * "Layout". */
 #include "housekeeper.h"
+#include "live.h"
 #include "route.h"
 
 int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
@@ -13,6 +14,12 @@ int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
     int rc = tether__pool_new(out, o, err);
     if (rc)
         return rc;
+    if (tether__live_add(*out)) { /* the admin socket's list (live.h) */
+        tether__pool_free(*out);
+        *out = NULL;
+        return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
+                                "tether_pool_create: out of memory");
+    }
     tether__housekeeper_start(*out);
     tether__pool_fill(*out);
     return 0;
@@ -21,7 +28,8 @@ int tether_pool_create(tether_pool **out, const tether_pool_opts *o,
 void tether_pool_destroy(tether_pool *p) {
     if (!p)
         return;
-    tether__route_free(p); /* the read side, first */
+    tether__live_remove(p); /* out of the admin socket's sight first */
+    tether__route_free(p);  /* the read side, first */
     tether_pool_close(p, -1, NULL);
     tether__housekeeper_stop(p);
     tether__pool_free(p);

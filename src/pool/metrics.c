@@ -257,6 +257,82 @@ static void histogram(out *o, const char *l, const tether_pool_metrics *m) {
          (unsigned long long)cum);
 }
 
+/* ---- OpenTelemetry's names ---------------------------------------------- */
+
+/* The semantic conventions' database client connection-pool metrics
+ * (db.client.connection.*), in Prometheus spelling as OpenTelemetry's
+ * Prometheus mapping gives it: dots become underscores, a unit in seconds
+ * adds _seconds, a counter adds _total; the attributes
+ * db.client.connection.pool.name and .state are shortened to pool_name and
+ * state (docs/metrics.md, "OpenTelemetry names"). */
+
+static void otel_metric(out *o, const char *name, const char *type,
+                        const char *help) {
+    emit(o,
+         "# HELP db_client_connection_%s %s\n"
+         "# TYPE db_client_connection_%s %s\n",
+         name, help, name, type);
+}
+
+static void otel_histogram(out *o, const char *l, const char *name,
+                           const char *help, const uint64_t *hist,
+                           uint64_t sum_us) {
+    otel_metric(o, name, "histogram", help);
+    uint64_t cum = 0;
+    for (int i = 0; i < TETHER_HIST_BUCKETS; i++) {
+        cum += hist[i];
+        if (tether__hist_bounds_us[i] == INT64_MAX)
+            emit(o,
+                 "db_client_connection_%s_bucket{pool_name=\"%s\","
+                 "le=\"+Inf\"} %llu\n",
+                 name, l, (unsigned long long)cum);
+        else
+            emit(o,
+                 "db_client_connection_%s_bucket{pool_name=\"%s\","
+                 "le=\"%g\"} %llu\n",
+                 name, l, (double)tether__hist_bounds_us[i] / 1e6,
+                 (unsigned long long)cum);
+    }
+    emit(o, "db_client_connection_%s_sum{pool_name=\"%s\"} %g\n", name, l,
+         (double)sum_us / 1e6);
+    emit(o, "db_client_connection_%s_count{pool_name=\"%s\"} %llu\n", name, l,
+         (unsigned long long)cum);
+}
+
+static void otel(out *o, const char *l, tether_pool *p,
+                 const tether_pool_metrics *m) {
+    otel_metric(o, "count", "gauge", "Connections by state (idle, used).");
+    emit(o,
+         "db_client_connection_count{pool_name=\"%s\",state=\"idle\"} %d\n"
+         "db_client_connection_count{pool_name=\"%s\",state=\"used\"} %d\n",
+         l, m->idle, l, m->in_use);
+    otel_metric(o, "idle_max", "gauge", "The most idle connections allowed.");
+    emit(o, "db_client_connection_idle_max{pool_name=\"%s\"} %d\n", l,
+         m->max_size);
+    otel_metric(o, "idle_min", "gauge", "The fewest idle connections kept.");
+    emit(o, "db_client_connection_idle_min{pool_name=\"%s\"} %d\n", l,
+         m->min_size);
+    otel_metric(o, "max", "gauge", "The most open connections allowed.");
+    emit(o, "db_client_connection_max{pool_name=\"%s\"} %d\n", l, m->max_size);
+    otel_metric(o, "pending_requests", "gauge",
+                "Callers waiting for a connection.");
+    emit(o, "db_client_connection_pending_requests{pool_name=\"%s\"} %d\n", l,
+         m->waiters);
+    otel_metric(o, "timeouts_total", "counter",
+                "Acquires that timed out waiting for a connection.");
+    emit(o, "db_client_connection_timeouts_total{pool_name=\"%s\"} %llu\n", l,
+         (unsigned long long)m->timeouts);
+    uint64_t create[TETHER_HIST_BUCKETS];
+    for (int i = 0; i < TETHER_HIST_BUCKETS; i++)
+        create[i] = atomic_load(&p->create_hist[i]);
+    otel_histogram(o, l, "create_time_seconds",
+                   "Time to create a connection (connects that succeeded).",
+                   create, atomic_load(&p->create_sum_us));
+    otel_histogram(o, l, "wait_time_seconds",
+                   "Time to obtain a connection (tether_pool_acquire_seconds).",
+                   m->hist, m->hist_sum_us);
+}
+
 size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf, size_t size) {
     if (!p) { /* no pool: no text */
         if (buf && size)
@@ -273,6 +349,7 @@ size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf, size_t size) {
     gauges(&o, l, &m);
     counters(&o, l, &m, p->route);
     histogram(&o, l, &m);
+    otel(&o, l, p, &m);
     return o.len;
 }
 

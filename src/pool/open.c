@@ -8,6 +8,7 @@
 #include "connector.h"
 #include "conninfo.h"
 #include "duration.h"
+#include "live.h"
 #include "pool.h"
 #include "route.h"
 
@@ -312,8 +313,11 @@ int tether__pool_open_ci(tether_pool **out, const tether__conninfo *ci,
     if (rc == 0) /* routing: the write side reaches the primary only */
         rc = open_side(out, ci, k.route.on ? write_side : NULL, &k.o,
                        k.drain_ms, on_event, event_ctx, err);
-    if (rc == 0 && k.route.on) {
-        rc = open_read_side(*out, ci, &k, on_event, event_ctx, err);
+    if (rc == 0) {
+        if (k.route.on)
+            rc = open_read_side(*out, ci, &k, on_event, event_ctx, err);
+        if (rc == 0) /* tether_admin_socket (src/admin, docs/operations.md) */
+            rc = tether__live_opened(*out, ci, err);
         if (rc) {
             tether_pool_destroy(*out);
             *out = NULL;

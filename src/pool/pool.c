@@ -273,6 +273,16 @@ void tether__pool_hist_add(tether_pool *p, int64_t us) {
 
 /* ---- connections --------------------------------------------------------- */
 
+/* count_create counts one connect of us microseconds that succeeded. */
+static void count_create(tether_pool *p, int64_t us) {
+    int i = 0;
+    while (i < TETHER_HIST_BUCKETS - 1 && us > tether__hist_bounds_us[i])
+        i++;
+    atomic_fetch_add_explicit(&p->create_hist[i], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->create_sum_us, (uint64_t)(us < 0 ? 0 : us),
+                              memory_order_relaxed);
+}
+
 void tether__pool_fatal(tether_pool *p) {
     tether_pool_clear(p);
     if (p->o.connector)
@@ -389,8 +399,11 @@ int tether__pool_connect_reserved(tether_pool *p, int permit, int64_t budget_ms,
         err = &scratch;
     void *conn = NULL;
     int rc = TETHER_EOPEN, cut = 0;
+    int64_t t0 = tether__mono_ns();
     if (permit != TETHER_EOPEN)
         rc = pool_connect(p, budget_ms, &conn, err, &cut);
+    if (rc == 0) /* the connect time (docs/metrics.md) */
+        count_create(p, (tether__mono_ns() - t0) / 1000);
     if (p->breaker && permit != TETHER_EOPEN)
         record_connect(p, permit, rc, cut, err);
     pthread_mutex_lock(&p->lock);

@@ -130,6 +130,13 @@ struct tether_pool {
     int64_t cq_due_ns; /* no queued one's deadline is earlier (may be
                           earlier than the earliest: then a check finds
                           nothing and sets it anew) */
+
+    /* The connect-time histogram, the acquire histogram's buckets (pool.c
+     * counts each connect that succeeded; metrics.c writes it as
+     * db_client_connection_create_time). Last: the fields above keep
+     * their places. */
+    _Atomic uint64_t create_hist[TETHER_HIST_BUCKETS];
+    _Atomic uint64_t create_sum_us;
 };
 
 /* The fast path's fields fill the first line and no more. */

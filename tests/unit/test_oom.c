@@ -472,7 +472,7 @@ static void scenario_pool(void) {
     tether_lease_discard(l[1]);
     TRY(tether_pool_run(p, TETHER_IDEMPOTENT, work, NULL, &E));
     TRY(tether_pool_run(p, 0, work, NULL, &E));
-    char buf[8192];
+    static char buf[32768]; /* the text with OpenTelemetry's names */
     size_t n = tether_pool_metrics_prometheus(p, buf, sizeof(buf));
     assert_true(n > 0 && n < sizeof(buf));
     assert_non_null(strstr(buf, "pool=\"oom\""));

@@ -1897,8 +1897,9 @@ static void test_prometheus_text(void **state) {
     (void)state;
     fixture f;
     setup_virtual(&f, 2);
+    tether_lease *held = sim_pool_acquire(f.pool);
     tether_lease_release(sim_pool_acquire(f.pool));
-    char buf[8192];
+    static char buf[32768];
     size_t n = tether_pool_metrics_prometheus(f.pool, buf, sizeof(buf));
     assert_true(n > 0 && n < sizeof(buf));
     assert_int_equal(strlen(buf), n);
@@ -1909,10 +1910,30 @@ static void test_prometheus_text(void **state) {
     assert_non_null(strstr(buf, want));
     assert_non_null(
         strstr(buf, "# TYPE tether_pool_acquire_seconds histogram"));
-    assert_non_null(strstr(buf, "le=\"+Inf\"} 1"));
-    snprintf(want, sizeof(want), "tether_pool_acquires_total{pool=\"%s\"} 1",
+    assert_non_null(strstr(buf, "le=\"+Inf\"} 2")); /* two acquires */
+    snprintf(want, sizeof(want), "tether_pool_acquires_total{pool=\"%s\"} 2",
              tether_pool_name(f.pool));
     assert_non_null(strstr(buf, want));
+    /* OpenTelemetry's names (docs/metrics.md): one used, one idle, two
+     * connects and two acquires in their histograms */
+    const char *name = tether_pool_name(f.pool);
+    const char *otel[] = {
+        "db_client_connection_count{pool_name=\"%s\",state=\"idle\"} 1\n",
+        "db_client_connection_count{pool_name=\"%s\",state=\"used\"} 1\n",
+        "db_client_connection_max{pool_name=\"%s\"} 2\n",
+        "db_client_connection_idle_max{pool_name=\"%s\"} 2\n",
+        "db_client_connection_idle_min{pool_name=\"%s\"} 0\n",
+        "db_client_connection_pending_requests{pool_name=\"%s\"} 0\n",
+        "db_client_connection_timeouts_total{pool_name=\"%s\"} 0\n",
+        "db_client_connection_create_time_seconds_count{pool_name=\"%s\"} 2\n",
+        "db_client_connection_wait_time_seconds_count{pool_name=\"%s\"} 2\n",
+    };
+    for (size_t i = 0; i < sizeof(otel) / sizeof(otel[0]); i++) {
+        snprintf(want, sizeof(want), otel[i], name);
+        if (!strstr(buf, want))
+            fail_msg("no %s", want);
+    }
+    tether_lease_release(held);
     assert_true(tether_pool_bytes_per_conn() <= 256);
     sim_pool_close(&f);
 }
@@ -2039,7 +2060,7 @@ static void test_metrics_documented(void **state) {
     assert_int_equal(tether_pool_create(&read, &ro, &err), 0);
     tether__route_keys rk = {1, 0, -1, -1, 1000, 1000};
     assert_int_equal(tether__route_attach(f.pool, read, &rk, &err), 0);
-    char buf[16384];
+    static char buf[32768];
     size_t n = tether_pool_metrics_prometheus(f.pool, buf, sizeof(buf));
     assert_true(n < sizeof(buf));
     const char *doc = read_doc("docs/metrics.md");
@@ -2054,18 +2075,20 @@ static void test_metrics_documented(void **state) {
     }
     assert_true(metrics >= 10);
     int rows = 0; /* table rows that start with a metric's name */
-    for (const char *r = doc; (r = strstr(r, "\n| `tether_pool_")) != NULL;
-         r++) {
-        char name[80];
-        assert_int_equal(sscanf(r, "\n| `%79[a-z_]`", name), 1);
-        char type_line[100];
-        snprintf(type_line, sizeof(type_line), "# TYPE %s ", name);
-        if (!strstr(buf, type_line))
-            fail_msg("docs/metrics.md lists %s, which is not exported", name);
-        rows++;
-    }
+    const char *prefixes[] = {"\n| `tether_pool_", "\n| `db_client_"};
+    for (int k = 0; k < 2; k++)
+        for (const char *r = doc; (r = strstr(r, prefixes[k])) != NULL; r++) {
+            char name[80];
+            assert_int_equal(sscanf(r, "\n| `%79[a-z_]`", name), 1);
+            char type_line[100];
+            snprintf(type_line, sizeof(type_line), "# TYPE %s ", name);
+            if (!strstr(buf, type_line))
+                fail_msg("docs/metrics.md lists %s, which is not exported",
+                         name);
+            rows++;
+        }
     assert_int_equal(rows, metrics);
-    const char *labels[] = {"pool=", "state=", "reason=", "le="};
+    const char *labels[] = {"pool=", "state=", "reason=", "le=", "pool_name="};
     for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
         char l[20];
         snprintf(l, sizeof(l), "`%.*s`", (int)strlen(labels[i]) - 1, labels[i]);
