@@ -1013,7 +1013,14 @@ typedef struct tether_pool_opts {
                                        rolls it back (docs/pool.md,
                                        "Transactions across acquires");
                                        default 30000; 0: the default */
-    uint64_t reserved_[3];          /* room to grow without moving the fields of
+    int max_size_limit;             /* the largest max_size tether_pool_resize
+                                       may set (0: max_size); the pool
+                                       keeps a slot for each (bytes:
+                                       tether_pool_bytes_per_conn), and an
+                                       acquire that finds no connection of
+                                       its thread's idle scans them all */
+    int reserved_i_;                /* 0 */
+    uint64_t reserved_[2];          /* room to grow without moving the fields of
                                        the options that embed this struct; 0 */
 } tether_pool_opts;
 
@@ -1105,6 +1112,71 @@ TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
 /* tether_pool_acquire borrows a connection, recording the caller's place. */
 #define tether_pool_acquire(p, timeout_ms, out, err)                           \
     tether_pool_acquire_at((p), (timeout_ms), (out), (err), __FILE__, __LINE__)
+
+/* ---- Operating a pool at runtime (docs/pool.md, "Operating a pool at
+ * runtime"). Every call is thread-safe and may run while other threads
+ * acquire and release; none of them slows the fast path down. ---------- */
+
+/* Flags for tether_pool_pause. */
+#define TETHER_PAUSE_CLOSE_IDLE 1u /* also close idle connections now */
+
+/* tether_pool_resize sets min and max at runtime (0 <= min_size <= max_size,
+ * 1 <= max_size <= the pool's capacity: tether_pool_opts.max_size_limit,
+ * else its max_size at creation). Growing lets waiters create at once and
+ * fills up to the new min_size in the background; shrinking closes idle
+ * connections above the new max at once and closes leased ones as they
+ * come back, until the pool is within it. Returns 0, TETHER_EINVAL (err
+ * names the bad value) or TETHER_ECLOSED. */
+TETHER_API int tether_pool_resize(tether_pool *p, int min_size, int max_size,
+                                  tether_error *err);
+
+/* tether_pool_pause stops handing out connections: leases in use come back
+ * as usual (and stay idle); new connections are not created; callers wait
+ * in the queue within their deadlines and, if the pause outlasts them, fail
+ * with TETHER_ETIMEDOUT whose message says the pool is paused. An acquire
+ * already past its checks when the pause begins may still complete.
+ * flags: TETHER_PAUSE_CLOSE_IDLE also closes the idle connections now (and
+ * each one released during the pause stays idle until resume). Pausing a
+ * paused pool does nothing more. Returns 0, or TETHER_EINVAL for a NULL
+ * p. */
+TETHER_API int tether_pool_pause(tether_pool *p, unsigned flags);
+
+/* tether_pool_resume ends a pause: the callers waiting get the idle
+ * connections first come, first served, and new ones are created for the
+ * rest. Returns 0 (also when p was not paused), or TETHER_EINVAL for a
+ * NULL p. */
+TETHER_API int tether_pool_resume(tether_pool *p);
+
+/* tether_pool_evict_idle closes the idle connections now (a soft evict:
+ * leased ones are untouched; the pool refills to min_size as usual).
+ * Returns how many were closed (0 for a NULL p). */
+TETHER_API int tether_pool_evict_idle(tether_pool *p);
+
+/* tether_pool_reconnect retires every connection: the idle ones now, each
+ * leased one when it is released, so that every connection is made anew
+ * (new credentials, a DNS change) without a pause: a rolling reconnect.
+ * The connector forgets what it knew of the hosts' roles. A transaction
+ * reserved to a key (tether_pool_acquire_key) is lost, as with
+ * tether_pool_clear. Returns 0, or TETHER_EINVAL for a NULL p. */
+TETHER_API int tether_pool_reconnect(tether_pool *p);
+
+/* One acquire site holding leases (tether_pool_holders). */
+typedef struct tether_pool_holder {
+    char site[64];     /* "file.c:123" (the file's base name), "" when not
+                          recorded */
+    int count;         /* leases held from that site */
+    int64_t oldest_ms; /* age of the oldest of them */
+} tether_pool_holder;
+
+/* tether_pool_holders fills out (cap entries) with the sites holding
+ * leases now, most leases first (then the oldest first); returns how many
+ * were written (0 for a NULL p or out, or out of memory). Sites are
+ * recorded on every acquire, as the tether_pool_acquire macros pass them. */
+TETHER_API int tether_pool_holders(tether_pool *p, tether_pool_holder *out,
+                                   int cap);
+
+/* tether_pool_paused returns 1 while p is paused, else 0. */
+TETHER_API int tether_pool_paused(tether_pool *p);
 
 /* tether_pool_acquire_key_at is tether_pool_acquire_at for a transaction
  * spread over several acquires (docs/pool.md, "Transactions across
@@ -1250,6 +1322,17 @@ typedef struct tether_pool_metrics {
                                   transaction back (warned): without a
                                   key, or keyed and not kept
                                   (docs/metrics.md) */
+    /* Runtime control and held leases (docs/pool.md, "Operating a pool at
+     * runtime", "When the pool is exhausted"). */
+    int paused;             /* 1 while paused (tether_pool_pause) */
+    int held;               /* leases held now (in_use less connections
+                               reserved to a transaction or in transit) */
+    int64_t held_oldest_ms; /* age of the oldest lease held (0: none) */
+    int64_t held_median_ms; /* median age of the leases held (0: none) */
+    uint64_t evicted;       /* connections closed by tether_pool_evict_idle,
+                               a pause with TETHER_PAUSE_CLOSE_IDLE or a
+                               shrink (also in closed_idle) */
+    uint64_t reconnects;    /* tether_pool_reconnect calls */
 } tether_pool_metrics;
 
 /* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds

@@ -284,14 +284,11 @@ void tether__txn_rolled_back(tether_pool *p, tether__slot *s) {
     if (quiet)
         snprintf(more, sizeof(more), "; %llu more since the last warning",
                  (unsigned long long)quiet);
-    char site[256]; /* recorded by leak detection only: the fast path
-                       records nothing more for this (docs/pool.md) */
+    char site[256]; /* recorded on every acquire (slot.c, checkout) */
     if (known)
         snprintf(site, sizeof(site), "acquired at %s:%d", file, line);
     else
-        snprintf(site, sizeof(site),
-                 "acquire site not recorded: set tether_leak_threshold to "
-                 "record it");
+        snprintf(site, sizeof(site), "acquire site not recorded");
     tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_WARN,
                 "pool %s: a lease released with its transaction open was "
                 "rolled back (%s); to keep a transaction across acquires, "
