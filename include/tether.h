@@ -1100,11 +1100,16 @@ TETHER_API void tether_pool_destroy(tether_pool *p);
 /* tether_pool_acquire_at borrows a connection within timeout_ms (-1: the
  * pool's acquire timeout; longer than TETHER_DURATION_MAX_MS is capped at
  * it; below -1 is TETHER_EINVAL). Waiters are served first come, first served.
- * Errors: TETHER_ETIMEDOUT, TETHER_EQUEUEFULL (too many waiters),
- * TETHER_ECLOSED, a connect error, or TETHER_EOPEN during a blocking
- * period after failed connects (err->cause: the connect error; the
- * message says when the next connect may be tried). file and line name the
- * caller for leak reports; use the tether_pool_acquire macro. */
+ * Errors: TETHER_ETIMEDOUT (no connection within the deadline: class
+ * throttled, not_sent 1, unlike a statement's timeout, which is transient;
+ * the message says who holds the connections, who waits and what blocked
+ * creation: docs/pool.md, "When the pool is exhausted"), TETHER_EQUEUEFULL
+ * (too many waiters), TETHER_ECLOSED, a connect error, or TETHER_EOPEN
+ * during a blocking period after failed connects (err->cause: the connect
+ * error; the message says when the next connect may be tried). file and
+ * line name the caller (recorded on every acquire: tether_pool_holders,
+ * leak reports, the timeout's message); use the tether_pool_acquire
+ * macro. */
 TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
                                       tether_lease **out, tether_error *err,
                                       const char *file, int line);
