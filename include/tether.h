@@ -1120,7 +1120,9 @@ TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
 
 /* ---- Operating a pool at runtime (docs/pool.md, "Operating a pool at
  * runtime"). Every call is thread-safe and may run while other threads
- * acquire and release; none of them slows the fast path down. ---------- */
+ * acquire and release; none of them slows the fast path down. Pause,
+ * resume, evict and reconnect of a routing pool act on its read side
+ * (tether_pool_read_side) too; resize sets the pool given only. ------- */
 
 /* Flags for tether_pool_pause. */
 #define TETHER_PAUSE_CLOSE_IDLE 1u /* also close idle connections now */

@@ -4,14 +4,22 @@
  * runs on the fast path: a paused pool, or one above its max_size, sets
  * p->slow, whose bias in the waiter count sends acquires and releases down
  * the slow path, where the wait queue and the hand-over (waitq.c) obey it.
+ * Pause, resume, evict and reconnect act on a routing pool's read side too
+ * (route.h); resize on the pool given (the read side has its own size).
  * See docs/pool.md, "Operating a pool at runtime" and "When the pool is
  * exhausted". */
+#include "route.h"
 #include "waitq.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The read side of routing pool p, or NULL. */
+static tether_pool *read_side(tether_pool *p) {
+    return p->route ? p->route->read : NULL;
+}
 
 void tether__pool_slow_locked(tether_pool *p) {
     int want = atomic_load(&p->paused) || p->total > p->o.max_size;
@@ -90,6 +98,8 @@ int tether_pool_pause(tether_pool *p, unsigned flags) {
     pthread_mutex_unlock(&p->lock);
     if (flags & TETHER_PAUSE_CLOSE_IDLE)
         close_idle(p, 1);
+    if (read_side(p))
+        tether_pool_pause(read_side(p), flags);
     return 0;
 }
 
@@ -114,6 +124,8 @@ int tether_pool_resume(tether_pool *p) {
         pthread_cond_signal(&p->head->cv);
     pthread_mutex_unlock(&p->lock);
     tether__pool_fill(p);
+    if (read_side(p))
+        tether_pool_resume(read_side(p));
     return 0;
 }
 
@@ -122,7 +134,10 @@ int tether_pool_paused(tether_pool *p) {
 }
 
 int tether_pool_evict_idle(tether_pool *p) {
-    return p ? close_idle(p, 1) : 0;
+    if (!p)
+        return 0;
+    int n = close_idle(p, 1);
+    return read_side(p) ? n + tether_pool_evict_idle(read_side(p)) : n;
 }
 
 int tether_pool_reconnect(tether_pool *p) {
@@ -142,6 +157,8 @@ int tether_pool_reconnect(tether_pool *p) {
     if (p->o.connector)
         tether_connector_invalidate(p->o.connector);
     tether__pool_fill(p);
+    if (read_side(p))
+        tether_pool_reconnect(read_side(p));
     return 0;
 }
 
