@@ -454,6 +454,18 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
                : rc;
 }
 
+/* ---- runtime control's slow mode (ops.c) --------------------------------
+ */
+
+void tether__pool_slow_locked(tether_pool *p) {
+    int want = atomic_load(&p->paused) || p->total > p->o.max_size;
+    if (want == atomic_load(&p->slow))
+        return;
+    atomic_store(&p->slow, want);
+    atomic_fetch_add(&p->waiters,
+                     want ? TETHER__SLOW_BIAS : -TETHER__SLOW_BIAS);
+}
+
 /* ---- clear and close ----------------------------------------------------- */
 
 /* Discard every idle connection, and every one reserved to a

@@ -154,19 +154,19 @@ static inline int tether__pool_queued(tether_pool *p) {
 }
 
 /* tether__pool_slow_locked sets p->slow (and the bias in waiters) to
- * whether p is paused or above max_size (lock held; ops.c). */
+ * whether p is paused or above max_size (lock held; pool.c, for ops.c). */
 void tether__pool_slow_locked(tether_pool *p);
 
 /* tether__pool_exhausted fills err for an acquire that waited waited_ms
  * in vain (TETHER_ETIMEDOUT, class throttled, not sent), saying who holds
- * the connections, who waits and what blocked creation (ops.c; docs/pool.md,
+ * the connections, who waits and what blocked creation (held.c; docs/pool.md,
  * "When the pool is exhausted"). locked: the caller holds p's lock.
  * Returns the code. */
 int tether__pool_exhausted(tether_pool *p, int64_t waited_ms, tether_error *err,
                            int locked);
 
 /* tether__pool_held_ages stores how many leases p holds now (*n), the
- * age of the oldest and the median age in ms (0 when none; ops.c). */
+ * age of the oldest and the median age in ms (0 when none; held.c). */
 void tether__pool_held_ages(tether_pool *p, int *n, int64_t *oldest,
                             int64_t *median);
 
