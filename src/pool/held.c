@@ -151,8 +151,9 @@ static int add(char *buf, size_t cap, const char *fmt, ...) {
     return 0;
 }
 
-/* Why no connection could be created for the caller: paused, the breaker,
- * connects failing in the window, max size, or none of these. */
+/* Why no connection could be created for the caller: paused, the
+ * breaker's probe connecting, the breaker blocking, connects failing in
+ * the window, max size, or none of these. */
 static void why_blocked(tether_pool *p, int64_t waited_ms, int paused,
                         int total, int max, int creating, char *dst,
                         size_t cap) {
@@ -163,6 +164,12 @@ static void why_blocked(tether_pool *p, int64_t waited_ms, int paused,
         fail != 0 && tether__mono_ns() - fail <= (waited_ms + 1) * 1000000;
     if (paused)
         snprintf(dst, cap, "the pool is paused (tether_pool_resume ends it)");
+    else if (atomic_load(&p->probing))
+        snprintf(
+            dst, cap,
+            "creation blocked: the breaker's probe has been "
+            "connecting for %lld ms",
+            (long long)((tether__mono_ns() - p->probe_start_ns) / 1000000));
     else if (blocked > 0)
         snprintf(dst, cap,
                  "creation blocked by the breaker (%lld ms more); connects "
