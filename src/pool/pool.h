@@ -146,7 +146,7 @@ struct tether_pool {
 };
 
 /* What waiters carries on top of the queued callers while p->slow. */
-#define TETHER__SLOW_BIAS (1 << 24)
+#define TETHER__SLOW_BIAS (1 << 30) /* above max_waiters' bound */
 
 /* tether__pool_queued returns how many callers wait in p's queue. */
 static inline int tether__pool_queued(tether_pool *p) {
