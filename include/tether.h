@@ -1107,9 +1107,9 @@ TETHER_API void tether_pool_destroy(tether_pool *p);
  * (too many waiters), TETHER_ECLOSED, a connect error, or TETHER_EOPEN
  * during a blocking period after failed connects (err->cause: the connect
  * error; the message says when the next connect may be tried). file and
- * line name the caller (recorded on every acquire: tether_pool_holders,
- * leak reports, the timeout's message); use the tether_pool_acquire
- * macro. */
+ * line name the caller (recorded with leak detection on,
+ * leak_threshold_ms: for leak reports, tether_pool_holders and the
+ * timeout's message); use the tether_pool_acquire macro. */
 TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
                                       tether_lease **out, tether_error *err,
                                       const char *file, int line);
@@ -1177,8 +1177,10 @@ typedef struct tether_pool_holder {
 
 /* tether_pool_holders fills out (cap entries) with the sites holding
  * leases now, most leases first (then the oldest first); returns how many
- * were written (0 for a NULL p or out, or out of memory). Sites are
- * recorded on every acquire, as the tether_pool_acquire macros pass them. */
+ * were written (0 for a NULL p or out, or out of memory). Sites and ages
+ * are recorded with leak detection on (tether_pool_opts.leak_threshold_ms,
+ * tether_leak_threshold; a long threshold records them without reports);
+ * without it, one entry counts every lease (site "", oldest_ms 0). */
 TETHER_API int tether_pool_holders(tether_pool *p, tether_pool_holder *out,
                                    int cap);
 
@@ -1333,9 +1335,12 @@ typedef struct tether_pool_metrics {
      * runtime", "When the pool is exhausted"). */
     int paused;             /* 1 while paused (tether_pool_pause) */
     int held;               /* leases held now (in_use less connections
-                               reserved to a transaction or in transit) */
-    int64_t held_oldest_ms; /* age of the oldest lease held (0: none) */
-    int64_t held_median_ms; /* median age of the leases held (0: none) */
+                               reserved to a transaction; with leak
+                               detection, less those in transit) */
+    int64_t held_oldest_ms; /* age of the oldest lease held (0: none, or
+                               leak detection off: not recorded) */
+    int64_t held_median_ms; /* median age of the leases held (0: as
+                               held_oldest_ms) */
     uint64_t evicted;       /* connections closed by tether_pool_evict_idle,
                                a pause with TETHER_PAUSE_CLOSE_IDLE or a
                                shrink (also in closed_idle) */

@@ -174,12 +174,13 @@ static int take_reserved(tether_pool *p, int i, uint64_t key,
         return lost_error(p, key, why, err);
     }
     atomic_fetch_add_explicit(&s->quick, 1, memory_order_relaxed);
-    /* as checkout records it (slot.c) */
-    atomic_store_explicit(&s->file, file, memory_order_relaxed);
-    atomic_store_explicit(&s->line, line, memory_order_relaxed);
-    atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->acquired_ms, tether__pool_now(p),
-                          memory_order_release);
+    if (p->leak_on) { /* as checkout records it (slot.c) */
+        atomic_store_explicit(&s->file, file, memory_order_relaxed);
+        atomic_store_explicit(&s->line, line, memory_order_relaxed);
+        atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->acquired_ms, tether__pool_now(p),
+                              memory_order_release);
+    }
     *out = mark_keyed(p, s, key, file, line);
     return 0;
 }
@@ -284,11 +285,14 @@ void tether__txn_rolled_back(tether_pool *p, tether__slot *s) {
     if (quiet)
         snprintf(more, sizeof(more), "; %llu more since the last warning",
                  (unsigned long long)quiet);
-    char site[256]; /* recorded on every acquire (slot.c, checkout) */
+    char site[256]; /* recorded by leak detection only: the fast path
+                       records nothing more for this (docs/pool.md) */
     if (known)
         snprintf(site, sizeof(site), "acquired at %s:%d", file, line);
     else
-        snprintf(site, sizeof(site), "acquire site not recorded");
+        snprintf(site, sizeof(site),
+                 "acquire site not recorded: set tether_leak_threshold to "
+                 "record it");
     tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_WARN,
                 "pool %s: a lease released with its transaction open was "
                 "rolled back (%s); to keep a transaction across acquires, "

@@ -1,8 +1,10 @@
 /* held.c - the leases held now: their acquire sites and ages, for
  * tether_pool_holders, the metrics (held, oldest, median) and the message
  * of an acquire that timed out (tether__pool_exhausted, called by the wait
- * queue). Reads the slots only: every acquire records its site and time
- * (slot.c, checkout). See docs/pool.md, "When the pool is exhausted". */
+ * queue). Reads the slots only. Checkout records a lease's site and time
+ * with leak detection on (tether_leak_threshold, slot.c): recording them
+ * always cost the fast path measurably; without it, only the number of
+ * leases is known. See docs/pool.md, "When the pool is exhausted". */
 #include "waitq.h"
 
 #include <stdarg.h>
@@ -27,6 +29,7 @@ typedef struct held_view {
     int nsites;
     int64_t *ages; /* ms, ascending */
     int nages;
+    int nused; /* slots in use, recorded or not (in transit too) */
 } held_view;
 
 static int by_age(const void *a, const void *b) {
@@ -60,10 +63,11 @@ static int view_held(tether_pool *p, int64_t now, held_view *v) {
         tether__slot *s = &p->slots[i];
         if (slot_state(s) != SLOT_USED)
             continue;
+        v->nused++;
         int64_t at =
             atomic_load_explicit(&s->acquired_ms, memory_order_acquire);
         if (at == NOT_HELD)
-            continue; /* in transit: being handed over or checked */
+            continue; /* not recorded, or in transit */
         const char *file = atomic_load_explicit(&s->file, memory_order_relaxed);
         int line = atomic_load_explicit(&s->line, memory_order_relaxed);
         v->ages[v->nages++] = now - at < 0 ? 0 : now - at;
@@ -103,6 +107,15 @@ int tether_pool_holders(tether_pool *p, tether_pool_holder *out, int cap) {
     held_view v;
     if (view_held(p, now, &v))
         return 0;
+    if (!p->leak_on) { /* sites not recorded: one row of them all */
+        int n = v.nused > 0;
+        if (n) {
+            memset(&out[0], 0, sizeof(out[0]));
+            out[0].count = v.nused;
+        }
+        view_free(&v);
+        return n;
+    }
     int n = TETHER__MIN(cap, v.nsites);
     for (int i = 0; i < n; i++) {
         memset(&out[i], 0, sizeof(out[i]));
@@ -122,7 +135,7 @@ void tether__pool_held_ages(tether_pool *p, int *n, int64_t *oldest,
     *oldest = *median = 0;
     if (view_held(p, tether__pool_now(p), &v))
         return;
-    *n = v.nages;
+    *n = p->leak_on ? v.nages : v.nused;
     if (v.nages) {
         *oldest = v.ages[v.nages - 1];
         *median = v.ages[v.nages / 2];
@@ -208,7 +221,12 @@ int tether__pool_exhausted(tether_pool *p, int64_t waited_ms, tether_error *err,
             max);
     held_view v;
     if (view_held(p, now, &v) == 0) {
-        if (v.nages == 0) {
+        if (!p->leak_on) {
+            add(msg, sizeof(msg),
+                "; %d of %d in use (their sites and ages are recorded with "
+                "tether_leak_threshold only)",
+                v.nused, max);
+        } else if (v.nages == 0) {
             add(msg, sizeof(msg), "; none held");
         } else if (add(msg, sizeof(msg),
                        "; %d of %d held (oldest %lld ms, median %lld ms) by",

@@ -101,15 +101,12 @@ checkout(tether_pool *p, tether__slot *s, const char *file, int line,
         s->checked_ms = now;
         validated = 1;
     }
-    /* The acquire site and time, always (tether_pool_holders, the
-     * exhausted pool's message: docs/pool.md, "When the pool is
-     * exhausted"): three plain stores to the slot's second line, which
-     * only its holder writes; measured with ab-cycle. */
-    atomic_store_explicit(&s->file, file, memory_order_relaxed);
-    atomic_store_explicit(&s->line, line, memory_order_relaxed);
-    if (p->leak_on)
+    if (p->leak_on) {
+        atomic_store_explicit(&s->file, file, memory_order_relaxed);
+        atomic_store_explicit(&s->line, line, memory_order_relaxed);
         atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
-    atomic_store_explicit(&s->acquired_ms, now, memory_order_release);
+        atomic_store_explicit(&s->acquired_ms, now, memory_order_release);
+    }
     return validated;
 }
 
@@ -255,7 +252,8 @@ give_back(tether_pool *p, tether__slot *s) {
         return;
     }
     s->released_ms = s->checked_ms = tether__pool_now(p);
-    atomic_store_explicit(&s->acquired_ms, NOT_HELD, memory_order_relaxed);
+    if (p->leak_on)
+        atomic_store_explicit(&s->acquired_ms, NOT_HELD, memory_order_relaxed);
     note_last_used(p, s);
     tether__pool_put_idle(p, s);
 }

@@ -583,7 +583,8 @@ static void test_reconnect_after_password_change(void **state) {
     char ci[1024];
     snprintf(ci, sizeof(ci),
              "host=%s port=%d user=" ROLE3 " dbname=%s passfile=%s "
-             "tether_pool_max=2 tether_pool_name=rotated",
+             "tether_pool_max=2 tether_pool_name=rotated "
+             "tether_leak_threshold=1h",
              env.host, env.port, env.db, pf);
     tether_pool *p = NULL;
     tether_error err = {0};

@@ -33,13 +33,15 @@ static tether_pool_metrics metrics(tether_pool *p) {
 }
 
 /* A pool of max connections on a virtual clock at 1 s (limit: its
- * max_size_limit, 0: none). */
+ * max_size_limit, 0: none), recording acquire sites (leak detection on,
+ * with a threshold no test reaches). */
 static void open_pool(sim_pool *f, int max, int limit) {
     tether_sim_opts so;
     tether_pool_opts po;
     sim_pool_opts(f, 1000, &so, &po);
     po.max_size = max;
     po.max_size_limit = limit;
+    po.leak_threshold_ms = 3600000;
     po.name = "ops";
     sim_pool_open(f, &so, &po);
 }
@@ -170,6 +172,38 @@ static void test_exhausted_names_sites(void **state) {
     sim_pool_close(&f);
 }
 
+/* Without leak detection the sites and ages are not recorded (that would
+ * cost the fast path: docs/pool.md): the message counts the leases in use
+ * and says how to have the rest; tether_pool_holders gives one row of
+ * them all. */
+static void test_exhausted_unrecorded(void **state) {
+    (void)state;
+    sim_pool f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    sim_pool_opts(&f, 1000, &so, &po);
+    po.max_size = 2;
+    sim_pool_open(&f, &so, &po);
+    tether_lease *a = acquire_a(f.pool), *b = acquire_b(f.pool), *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(f.pool, 20, &l, &err),
+                     TETHER_ETIMEDOUT);
+    assert_int_equal(err.cls, TETHER_CLASS_THROTTLED);
+    want(err.message, "2 of 2 in use (their sites and ages are recorded "
+                      "with tether_leak_threshold only)");
+    tether_pool_holder h[4];
+    assert_int_equal(tether_pool_holders(f.pool, h, 4), 1);
+    assert_string_equal(h[0].site, "");
+    assert_int_equal(h[0].count, 2);
+    tether_pool_metrics m = metrics(f.pool);
+    assert_int_equal(m.held, 2);
+    assert_int_equal(m.held_oldest_ms, 0);
+    tether_lease_release(a);
+    tether_lease_release(b);
+    assert_int_equal(tether_pool_holders(f.pool, h, 4), 0);
+    sim_pool_close(&f);
+}
+
 /* A breaker that blocks new connections after a failed connect is named
  * as what blocked creation. */
 static void test_exhausted_breaker(void **state) {
@@ -179,6 +213,7 @@ static void test_exhausted_breaker(void **state) {
     tether_pool_opts po;
     sim_pool_opts(&f, -1, &so, &po);
     po.max_size = 2;
+    po.leak_threshold_ms = 3600000;
     sim_pool_open(&f, &so, &po);
     tether_lease *l = acquire_a(f.pool);
     tether_sim_set_down(f.sim, 1);
@@ -538,6 +573,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exhausted_names_sites),
         cmocka_unit_test(test_exhausted_breaker),
+        cmocka_unit_test(test_exhausted_unrecorded),
         cmocka_unit_test(test_pause_resume),
         cmocka_unit_test(test_pause_close_idle),
         cmocka_unit_test(test_resize),
