@@ -50,10 +50,14 @@ static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     pthread_mutex_lock(&p->lock);
     m->total = p->total;
     m->creating = p->creating;
-    pthread_mutex_unlock(&p->lock);
-    m->waiters = atomic_load(&p->waiters);
-    m->min_size = p->o.min_size;
+    m->min_size = p->o.min_size; /* tether_pool_resize changes them */
     m->max_size = p->o.max_size;
+    pthread_mutex_unlock(&p->lock);
+    m->waiters = tether__pool_queued(p);
+    m->paused = atomic_load(&p->paused);
+    tether__pool_held_ages(p, &m->held, &m->held_oldest_ms, &m->held_median_ms);
+    m->evicted = atomic_load(&p->evicted);
+    m->reconnects = atomic_load(&p->reconnects);
     m->created = atomic_load(&p->created);
     m->connect_failures = atomic_load(&p->connect_failures);
     _Atomic uint64_t *c = p->closed;
@@ -154,6 +158,16 @@ static void gauges(out *o, const char *l, const tether_pool_metrics *m) {
          (double)m->breaker_blocked_ms / 1000.0);
     metric(o, "probing", "gauge", "1 while the pool's probe connects.");
     emit(o, "tether_pool_probing{pool=\"%s\"} %d\n", l, m->probing);
+    metric(o, "paused", "gauge", "1 while the pool is paused.");
+    emit(o, "tether_pool_paused{pool=\"%s\"} %d\n", l, m->paused);
+    metric(o, "held_oldest_seconds", "gauge",
+           "Age of the oldest lease held (0: none).");
+    emit(o, "tether_pool_held_oldest_seconds{pool=\"%s\"} %.3f\n", l,
+         (double)m->held_oldest_ms / 1000.0);
+    metric(o, "held_median_seconds", "gauge",
+           "Median age of the leases held (0: none).");
+    emit(o, "tether_pool_held_median_seconds{pool=\"%s\"} %.3f\n", l,
+         (double)m->held_median_ms / 1000.0);
     metric(o, "txn_reserved", "gauge",
            "Connections reserved to an open transaction's key.");
     emit(o, "tether_pool_txn_reserved{pool=\"%s\"} %d\n", l, m->txn_reserved);
@@ -202,6 +216,10 @@ static void counters(out *o, const char *l, const tether_pool_metrics *m,
     counter(o, l, "stale_releases_total",
             "Releases and discards refused: the lease was already ended.",
             m->stale_releases);
+    counter(o, l, "evicted_total",
+            "Idle connections closed by evict, pause or shrink.", m->evicted);
+    counter(o, l, "reconnects_total", "Rolling reconnects started.",
+            m->reconnects);
     counter(o, l, "txn_reservations_total",
             "Keyed releases that reserved their connection to the key.",
             m->txn_reservations);
