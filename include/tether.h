@@ -1250,6 +1250,13 @@ typedef struct tether_pool_metrics {
                                   transaction back (warned): without a
                                   key, or keyed and not kept
                                   (docs/metrics.md) */
+    /* Discovery from Patroni (docs/patroni.md, "Discovery"), 0 without
+     * tether_patroni; shared by the pools that name the same endpoints. */
+    uint64_t patroni_requests; /* REST calls made (GET /cluster) */
+    uint64_t patroni_failures; /* ... that failed or gave a bad answer */
+    uint64_t patroni_kicks;    /* refreshes asked for by a trigger */
+    int patroni_members;       /* members in the list last known */
+    int64_t patroni_age_ms;    /* since that list came; -1 none ever */
 } tether_pool_metrics;
 
 /* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds

@@ -78,6 +78,11 @@ static int create(tether_connector **out, const tether_connector_opts *o,
     }
     pthread_mutex_init(&c->lock, NULL);
     tether__rng_seed(&c->rng, o->seed);
+    rc = tether__connector_discover(c, err); /* tether_patroni */
+    if (rc) {
+        tether_connector_destroy(c);
+        return rc;
+    }
     *out = c;
     return 0;
 }
@@ -119,6 +124,7 @@ int tether__connector_create_ci(tether_connector **out,
 void tether_connector_destroy(tether_connector *c) {
     if (!c)
         return;
+    tether__connector_undiscover(c);
     if (c->dctx_free)
         c->dctx_free(c->dctx);
     if (c->cache)
@@ -134,6 +140,7 @@ void tether_connector_invalidate(tether_connector *c) {
     pthread_mutex_lock(&c->lock);
     memset(c->cache, 0, sizeof(*c->cache) * (size_t)c->cfg.neps);
     pthread_mutex_unlock(&c->lock);
+    tether__connector_kick(c); /* a failover: ask Patroni (discover.c) */
 }
 
 /* ---- roles, cache, events ------------------------------------------------ */
@@ -173,12 +180,20 @@ int tether__role_fits(tether_target t, tether_role role) {
 
 void tether__connector_learn(tether_connector *c, int i, int state,
                              int64_t now_ms) {
+    int kick = 0;
     pthread_mutex_lock(&c->lock);
     if (i < c->cfg.neps) {
         c->cache[i].state = state;
         c->cache[i].until_ms = now_ms + c->cfg.recheck_ms;
+        /* Patroni's list said otherwise, or a host is down: ask again. */
+        int said = c->disc && c->disc_list ? c->disc_role[i] : 0;
+        kick = state == HS_DOWN ||
+               (said == TETHER_ROLE_PRIMARY && state == HS_STANDBY) ||
+               (said == TETHER_ROLE_STANDBY && state == HS_PRIMARY);
     }
     pthread_mutex_unlock(&c->lock);
+    if (kick)
+        tether__connector_kick(c);
 }
 
 /* Whether endpoint i may be skipped now (known down, or of a role the
@@ -605,6 +620,7 @@ int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
         budget_ms >= 0 && login == budget_ms &&
         (c->cfg.login_timeout_ms < 0 || budget_ms < c->cfg.login_timeout_ms);
     *conn = NULL;
+    tether__connector_sync(c); /* Patroni's list, when it changed */
     int rc;
     if (c->cfg.strategy == TETHER_STRATEGY_RACE) {
         rc = tether__connector_race(c, r.deadline_ms, conn, err);

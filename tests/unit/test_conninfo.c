@@ -507,7 +507,8 @@ static void test_keyword_list(void **state) {
     }
     assert_true(seen_host && seen_pool_max);
     assert_true(libpq > 15);
-    assert_int_equal(n - libpq, 3 + 9 + 22); /* endpoint, connector, pool */
+    /* endpoint, connector, discovery (src/discovery), pool */
+    assert_int_equal(n - libpq, 3 + 9 + 3 + 22);
     assert_int_equal(tether__keyword_at((size_t)n, &kw), -1);
     /* The public list is the same one. */
     tether_keyword pub;
