@@ -30,20 +30,42 @@ void tether__disc_cfg_free(tether__disc_cfg *cfg) {
     cfg->urls = NULL;
 }
 
-#define DC(f) offsetof(tether__disc_cfg, f)
-
 static int set_urls(void *base, const char *key, const char *v,
                     tether_error *err);
+
+/* A duration in [lo, hi] ms into *out, else TETHER_ESPEC naming key. */
+static int set_bounded(const char *key, const char *v, int64_t lo, int64_t hi,
+                       const char *want, int64_t *out, tether_error *err) {
+    static const tether__keydef defs[] = {
+        TETHER__KD("d", TETHER__KD_MS, 0, NULL), TETHER__KD_END};
+    int64_t ms = 0;
+    tether_error e = {0};
+    if (tether__keydefs_apply(defs, &ms, "d", v, &e) || ms < lo || ms > hi)
+        return tether__conninfo_bad_value(key, v, want, err);
+    *out = ms;
+    return 0;
+}
+
+static int set_refresh(void *base, const char *key, const char *v,
+                       tether_error *err) {
+    return set_bounded(key, v, 100, 86400000,
+                       "want a duration from 100ms to 24h",
+                       &((tether__disc_cfg *)base)->refresh_ms, err);
+}
+
+static int set_timeout(void *base, const char *key, const char *v,
+                       tether_error *err) {
+    return set_bounded(key, v, 10, 60000, "want a duration from 10ms to 60s",
+                       &((tether__disc_cfg *)base)->timeout_ms, err);
+}
 
 static const tether__keydef disc_keys[] = {
     TETHER__KD_CALL("tether_patroni", set_urls,
                     "Patroni REST URLs: hosts and roles from GET /cluster"),
-    TETHER__KD_RANGE("tether_patroni_refresh", TETHER__KD_MS,
-                     DC(refresh_ms), 100, 86400000,
-                     "Patroni: how often the member list is read"),
-    TETHER__KD_RANGE("tether_patroni_timeout", TETHER__KD_MS,
-                     DC(timeout_ms), 10, 60000,
-                     "Patroni: the deadline of one REST call"),
+    TETHER__KD_CALL("tether_patroni_refresh", set_refresh,
+                    "Patroni: how often the member list is read"),
+    TETHER__KD_CALL("tether_patroni_timeout", set_timeout,
+                    "Patroni: the deadline of one REST call"),
     TETHER__KD_END};
 
 static const tether__kwtable disc_table = {

@@ -64,7 +64,7 @@ static int fp_sleep(fake_patroni *f, int ms) {
 }
 
 static void fp_serve(fake_patroni *f, int c) {
-    char req[4096];
+    char req[4096] = "";
     size_t got = 0;
     while (got < sizeof(req) - 1 && !strstr(req, "\r\n\r\n")) {
         struct pollfd p = {c, POLLIN, 0};
