@@ -509,6 +509,20 @@ static int provision(run *r) {
     return rc == 0;
 }
 
+/* disc_changed syncs the host list with discovery's (discover.c) and says
+ * whether it changed. */
+static int disc_changed(run *r) {
+    tether_connector *c = r->c;
+    pthread_mutex_lock(&c->lock);
+    unsigned before = c->disc_changes;
+    pthread_mutex_unlock(&c->lock);
+    tether__connector_sync(c);
+    pthread_mutex_lock(&c->lock);
+    int changed = c->disc_changes != before;
+    pthread_mutex_unlock(&c->lock);
+    return changed;
+}
+
 /* Give up: the fallback if a prefer-* target left one, else the error. */
 static int finish(run *r, void **conn, tether_error *err) {
     if (r->fallback) {
@@ -586,6 +600,15 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
             r->c->cfg.strategy != TETHER_STRATEGY_STREAMING) {
             int ok = provision(r); /* r->n is the new count after it */
             tether_schedule_provisioned(s, ok, r->n);
+        }
+        /* Patroni's list changed since the pass began (a trigger of this
+         * connect, or the interval): the next pass goes over the new one
+         * (docs/patroni.md, "Refresh"). */
+        if (r->c->disc && r->c->cfg.strategy != TETHER_STRATEGY_MIRRORING &&
+            r->c->cfg.strategy != TETHER_STRATEGY_STREAMING &&
+            disc_changed(r)) {
+            make_order(r);
+            tether_schedule_provisioned(s, 1, r->n);
         }
         if (default_pause(r, &st.delay_ms))
             return finish(r, conn, err);

@@ -179,7 +179,8 @@ struct tether_connector {
     uint64_t disc_gen;
     int64_t disc_lag_bytes;
     unsigned char disc_role[TETHER__MAX_HOSTS];
-    char *disc_list;           /* the list last set from it */
+    char *disc_list;              /* the list last set from it */
+    unsigned disc_changes;        /* times it was set */
     struct retired *disc_retired; /* endpoint arrays it replaced */
 };
 

@@ -128,6 +128,7 @@ static void replace(tether_connector *c, const hostlist *l,
     c->disc_retired = r;
     tether__free(c->disc_list);
     c->disc_list = copy;
+    c->disc_changes++;
     tether__free(c->cache);
     c->cache = *nc;
     *nc = NULL;
@@ -175,8 +176,7 @@ void tether__connector_sync(tether_connector *c) {
     int n = 0;
     if (tether__disc_view(c->disc, have, NULL, &n) == have)
         return; /* the usual case: nothing new */
-    tether__member *m =
-        tether__calloc(TETHER__PATRONI_MAX_MEMBERS, sizeof(*m));
+    tether__member *m = tether__calloc(TETHER__PATRONI_MAX_MEMBERS, sizeof(*m));
     hostlist *l = tether__malloc(sizeof(*l));
     tether__hoststate *nc = tether__calloc(TETHER__MAX_HOSTS, sizeof(*nc));
     if (!m || !l || !nc)

@@ -106,11 +106,12 @@ static int set_urls(void *base, const char *key, const char *v,
     tether__disc_cfg *cfg = base;
 #ifndef TETHER_HAVE_PATRONI
     (void)cfg, (void)v;
-    return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                            "connection string: %s: this tether was built "
-                            "without Patroni support (cmake -DTETHER_PATRONI=ON "
-                            "needs libcurl and json-c)",
-                            key);
+    return tether_error_set(
+        err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+        "connection string: %s: this tether was built "
+        "without Patroni support (cmake -DTETHER_PATRONI=ON "
+        "needs libcurl and json-c)",
+        key);
 #else
     size_t len = strlen(v);
     char *out = tether__malloc(len + 1);
@@ -129,8 +130,8 @@ static int set_urls(void *base, const char *key, const char *v,
         while (b > a && b[-1] == '/')
             b--;
         const char *why = "want http://host:port or https://host:port";
-        if (++count > TETHER__PATRONI_MAX_URLS || !url_ok(a, (size_t)(b - a),
-                                                          &why)) {
+        if (++count > TETHER__PATRONI_MAX_URLS ||
+            !url_ok(a, (size_t)(b - a), &why)) {
             tether__free(out);
             if (count > TETHER__PATRONI_MAX_URLS)
                 return tether_error_set(err, TETHER_ESPEC,
@@ -264,8 +265,7 @@ static void refresh(tether__disc *d) {
     int first = d->next_url;
     pthread_mutex_unlock(&d->lock);
     tether_error e = {0};
-    tether__member *m =
-        tether__calloc(TETHER__PATRONI_MAX_MEMBERS, sizeof(*m));
+    tether__member *m = tether__calloc(TETHER__PATRONI_MAX_MEMBERS, sizeof(*m));
     if (!m) {
         tether_error_set(&e, TETHER_ENOMEM, TETHER_CLASS_TRANSIENT,
                          "patroni: out of memory");
@@ -281,8 +281,8 @@ static void refresh(tether__disc *d) {
         int rc = tether__patroni_get(d->url[u], d->timeout_ms, &d->stop, &body,
                                      &len, &e);
         if (rc == 0) {
-            rc = tether__patroni_parse(body, len, m, TETHER__PATRONI_MAX_MEMBERS,
-                                       &n, &e);
+            rc = tether__patroni_parse(body, len, m,
+                                       TETHER__PATRONI_MAX_MEMBERS, &n, &e);
             if (rc) { /* name the endpoint that gave the bad answer */
                 char why[sizeof(e.message)];
                 snprintf(why, sizeof(why), "%s", e.message);
@@ -402,8 +402,7 @@ static int make(const tether__disc_cfg *cfg, tether_log_fn log, void *log_ctx,
 /* wait_first waits for d's first refresh, at most the endpoints' deadlines
  * (and 2 s). */
 static void wait_first(tether__disc *d) {
-    int64_t wait =
-        TETHER__MIN(d->timeout_ms * d->nurls + 100, (int64_t)2000);
+    int64_t wait = TETHER__MIN(d->timeout_ms * d->nurls + 100, (int64_t)2000);
     struct timespec ts;
     abs_time(mono_ms() + wait, &ts);
     pthread_mutex_lock(&d->lock);
@@ -414,8 +413,7 @@ static void wait_first(tether__disc *d) {
 }
 
 int tether__disc_acquire(const tether__disc_cfg *cfg, tether_log_fn log,
-                         void *log_ctx, tether__disc **out,
-                         tether_error *err) {
+                         void *log_ctx, tether__disc **out, tether_error *err) {
     *out = NULL;
 #ifndef TETHER_HAVE_PATRONI
     (void)cfg, (void)log, (void)log_ctx;
@@ -425,9 +423,10 @@ int tether__disc_acquire(const tether__disc_cfg *cfg, tether_log_fn log,
 #else
     pthread_mutex_lock(&list_lock);
     tether__disc *d = list;
-    while (d && (strcmp(d->urls, cfg->urls) || d->refresh_ms != cfg->refresh_ms ||
-                 d->timeout_ms != cfg->timeout_ms || d->log != log ||
-                 d->log_ctx != log_ctx))
+    while (d &&
+           (strcmp(d->urls, cfg->urls) || d->refresh_ms != cfg->refresh_ms ||
+            d->timeout_ms != cfg->timeout_ms || d->log != log ||
+            d->log_ctx != log_ctx))
         d = d->next;
     int rc = 0;
     if (d)

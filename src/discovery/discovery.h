@@ -30,10 +30,10 @@
 
 /* A member's role, from its "role" field. */
 enum {
-    TETHER__PM_OTHER = 0, /* any other value */
-    TETHER__PM_LEADER,    /* "leader", "master", "primary" */
-    TETHER__PM_REPLICA,   /* "replica" */
-    TETHER__PM_SYNC,      /* "sync_standby" */
+    TETHER__PM_OTHER = 0,     /* any other value */
+    TETHER__PM_LEADER,        /* "leader", "master", "primary" */
+    TETHER__PM_REPLICA,       /* "replica" */
+    TETHER__PM_SYNC,          /* "sync_standby" */
     TETHER__PM_STANDBY_LEADER /* "standby_leader": a standby cluster's
                                  leader, read-only */
 };
@@ -41,11 +41,11 @@ enum {
 /* One member of the cluster, as /cluster lists it. */
 typedef struct tether__member {
     char name[129];
-    char host[256]; /* no comma, bracket, space or control character */
-    int port;       /* [1, 65535] */
-    int role;       /* TETHER__PM_* */
-    int running;    /* state "running" or "streaming" */
-    int64_t lag;    /* bytes behind the leader; -1 unknown or not given */
+    char host[256];   /* no comma, bracket, space or control character */
+    int port;         /* [1, 65535] */
+    int role;         /* TETHER__PM_* */
+    int running;      /* state "running" or "streaming" */
+    int64_t lag;      /* bytes behind the leader; -1 unknown or not given */
     int64_t timeline; /* 0 when not given */
     int nofailover, noloadbalance; /* its tags */
 } tether__member;
@@ -73,9 +73,9 @@ int tether__patroni_get(const char *base_url, int64_t timeout_ms,
 
 /* What the keywords say (docs/patroni.md, "Keywords"). */
 typedef struct tether__disc_cfg {
-    char *urls;          /* tether_patroni, checked; NULL: no discovery */
-    int64_t refresh_ms;  /* tether_patroni_refresh (5 s) */
-    int64_t timeout_ms;  /* tether_patroni_timeout (1 s) */
+    char *urls;         /* tether_patroni, checked; NULL: no discovery */
+    int64_t refresh_ms; /* tether_patroni_refresh (5 s) */
+    int64_t timeout_ms; /* tether_patroni_timeout (1 s) */
 } tether__disc_cfg;
 
 /* tether__disc_cfg_init fills cfg with the defaults (no discovery). */

@@ -117,9 +117,9 @@ int tether__patroni_get(const char *base_url, int64_t timeout_ms,
                                 "(redirects are not followed)",
                                 url, status);
     else if (status != 200)
-        code = tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
-                                "patroni: %s: answered %ld, not 200", url,
-                                status);
+        code =
+            tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
+                             "patroni: %s: answered %ld, not 200", url, status);
     if (code) {
         tether__free(b.buf);
         return code;

@@ -42,8 +42,9 @@ static int str_field(json_object *m, const char *key, int i, char *out,
                                 i + 1, key, cap - 1);
     for (size_t k = 0; k < n; k++)
         if ((unsigned char)s[k] < 0x20 || s[k] == 0x7f)
-            return bad(err, "patroni: member %d: \"%s\" holds a control "
-                            "character",
+            return bad(err,
+                       "patroni: member %d: \"%s\" holds a control "
+                       "character",
                        i + 1, key);
     memcpy(out, s, n);
     out[n] = '\0';
@@ -101,8 +102,9 @@ static int lag_field(json_object *m, int i, int64_t *lag, tether_error *err) {
     if (json_object_is_type(v, json_type_string))
         return 0; /* "unknown" or any word: not known */
     if (!json_object_is_type(v, json_type_int))
-        return bad(err, "patroni: member %d: \"%s\" is neither a number nor "
-                        "\"unknown\"",
+        return bad(err,
+                   "patroni: member %d: \"%s\" is neither a number nor "
+                   "\"unknown\"",
                    i + 1, "lag");
     int64_t n = json_object_get_int64(v);
     *lag = n < 0 ? -1 : n;
@@ -117,19 +119,20 @@ static int member(json_object *m, int i, tether__member *out,
     char role[32] = "", state[32] = "";
     int rc;
     if ((rc = str_field(m, "name", i, out->name, sizeof(out->name), err)) <= 0)
-        return rc ? rc : bad(err, "patroni: member %d has no \"%s\"", i + 1,
-                             "name");
+        return rc ? rc
+                  : bad(err, "patroni: member %d has no \"%s\"", i + 1, "name");
     if ((rc = str_field(m, "host", i, out->host, sizeof(out->host), err)) <= 0)
-        return rc ? rc : bad(err, "patroni: member %d has no \"%s\"", i + 1,
-                             "host");
+        return rc ? rc
+                  : bad(err, "patroni: member %d has no \"%s\"", i + 1, "host");
     if (!host_ok(out->host))
-        return bad(err, "patroni: member %d: \"%s\" holds a comma, bracket, "
-                        "quote or space",
+        return bad(err,
+                   "patroni: member %d: \"%s\" holds a comma, bracket, "
+                   "quote or space",
                    i + 1, "host");
     int64_t port = 0;
     if ((rc = int_field(m, "port", i, &port, err)) <= 0)
-        return rc ? rc : bad(err, "patroni: member %d has no \"%s\"", i + 1,
-                             "port");
+        return rc ? rc
+                  : bad(err, "patroni: member %d has no \"%s\"", i + 1, "port");
     if (port < 1 || port > 65535)
         return bad(err, "patroni: member %d: \"%s\" is not in [1, 65535]",
                    i + 1, "port");
@@ -160,8 +163,8 @@ static int parse_json(const char *text, size_t len, json_object **root,
     *root = NULL;
     if (len > TETHER__PATRONI_MAX_BODY)
         return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_TRANSIENT,
-                                "patroni: answer of %zu bytes; at most %d",
-                                len, TETHER__PATRONI_MAX_BODY);
+                                "patroni: answer of %zu bytes; at most %d", len,
+                                TETHER__PATRONI_MAX_BODY);
     json_tokener *tok = json_tokener_new_ex(MAX_DEPTH);
     if (!tok)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_TRANSIENT,
@@ -225,8 +228,8 @@ int tether__patroni_parse(const char *text, size_t len, tether__member *out,
                               "most %d",
                               count, cap);
     for (size_t i = 0; rc == 0 && i < count; i++)
-        rc = member(json_object_array_get_idx(members, i), (int)i, &out[i],
-                    err);
+        rc =
+            member(json_object_array_get_idx(members, i), (int)i, &out[i], err);
     json_object_put(root);
     if (rc == 0)
         *n = (int)count;

@@ -101,10 +101,11 @@ static void fp_serve(fake_patroni *f, int c) {
             fp_send(c, body + i, 1);
         break;
     case FP_REDIRECT:
-        h = snprintf(head, sizeof(head),
-                     "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:%d/"
-                     "cluster\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-                     f->port);
+        h = snprintf(
+            head, sizeof(head),
+            "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:%d/"
+            "cluster\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            f->port);
         fp_send(c, head, (size_t)h);
         break;
     case FP_TRUNCATE:

@@ -58,7 +58,7 @@ static void test_patroni_302(void **state) {
     assert_int_equal(m[1].lag, 0);
     assert_false(m[1].noloadbalance);
     assert_string_equal(m[2].host, "::1");
-    assert_true(m[2].running); /* "running" */
+    assert_true(m[2].running);      /* "running" */
     assert_int_equal(m[2].lag, -1); /* "unknown" */
     assert_true(m[2].nofailover);
     assert_true(m[2].noloadbalance);
@@ -119,8 +119,7 @@ static void test_hostile(void **state) {
          "not in [1, 65535]"},
         {"{\"members\":[{\"name\":\"a\",\"host\":\"h,evil\",\"port\":1}]}",
          "comma"},
-        {"{\"members\":[{\"name\":\"a\",\"host\":\"\",\"port\":1}]}",
-         "empty"},
+        {"{\"members\":[{\"name\":\"a\",\"host\":\"\",\"port\":1}]}", "empty"},
         {"{\"members\":[{\"name\":\"a\\u0000b\",\"host\":\"h\",\"port\":1}]}",
          "control character"},
         {"{\"members\":[{\"name\":\"a\",\"host\":\"h\",\"port\":1,\"lag\":"
