@@ -180,7 +180,7 @@ static int fp_listen(int port) {
 }
 
 /* fake_patroni_start starts a server answering body (copied). */
-static fake_patroni *fake_patroni_start(const char *body) {
+static inline fake_patroni *fake_patroni_start(const char *body) {
     fake_patroni *f = calloc(1, sizeof(*f));
     assert_non_null(f);
     pthread_mutex_init(&f->lock, NULL);
@@ -196,7 +196,8 @@ static fake_patroni *fake_patroni_start(const char *body) {
 }
 
 /* fake_patroni_set changes the answer and the mode for the next calls. */
-static void fake_patroni_set(fake_patroni *f, const char *body, int mode) {
+static inline void fake_patroni_set(fake_patroni *f, const char *body,
+                                    int mode) {
     pthread_mutex_lock(&f->lock);
     if (body) {
         free(f->body);
@@ -207,7 +208,7 @@ static void fake_patroni_set(fake_patroni *f, const char *body, int mode) {
 }
 
 /* fake_patroni_down stops listening: connects are refused. */
-static void fake_patroni_down(fake_patroni *f) {
+static inline void fake_patroni_down(fake_patroni *f) {
     pthread_mutex_lock(&f->lock);
     if (f->fd >= 0)
         close(f->fd);
@@ -216,7 +217,7 @@ static void fake_patroni_down(fake_patroni *f) {
 }
 
 /* fake_patroni_up listens again on the same port. */
-static void fake_patroni_up(fake_patroni *f) {
+static inline void fake_patroni_up(fake_patroni *f) {
     int fd = fp_listen(f->port);
     assert_true(fd >= 0);
     pthread_mutex_lock(&f->lock);
@@ -225,11 +226,12 @@ static void fake_patroni_up(fake_patroni *f) {
 }
 
 /* fake_patroni_url writes "http://127.0.0.1:PORT" into buf. */
-static void fake_patroni_url(const fake_patroni *f, char *buf, size_t cap) {
+static inline void fake_patroni_url(const fake_patroni *f, char *buf,
+                                    size_t cap) {
     snprintf(buf, cap, "http://127.0.0.1:%d", f->port);
 }
 
-static void fake_patroni_stop(fake_patroni *f) {
+static inline void fake_patroni_stop(fake_patroni *f) {
     if (!f)
         return;
     atomic_store(&f->stop, 1);
