@@ -1063,8 +1063,8 @@ TETHER_API int tether_pool_open(tether_pool **out, const char *conninfo,
  * strings are static. */
 typedef struct tether_keyword {
     const char *name;   /* "tether_pool_max" */
-    const char *reader; /* who reads it: "connector", "pool" or a driver
-                           ("libpq") */
+    const char *reader; /* who reads it: "connector", "discovery", "pool"
+                           or a driver ("libpq") */
     const char *desc;   /* one line */
 } tether_keyword;
 
