@@ -75,6 +75,7 @@ __attribute__((constructor)) static void register_keywords(void) {
     tether__keywords_register(&disc_table);
 }
 
+#ifdef TETHER_HAVE_PATRONI
 /* One URL of the list (s, n bytes, trimmed): http:// or https://, a host,
  * no credentials, no space or control character, no query. */
 static int url_ok(const char *s, size_t n, const char **why) {
@@ -100,6 +101,8 @@ static int url_ok(const char *s, size_t n, const char **why) {
     }
     return 1;
 }
+
+#endif
 
 static int set_urls(void *base, const char *key, const char *v,
                     tether_error *err) {
@@ -203,10 +206,12 @@ static int64_t mono_ms(void) {
     return tether__mono_ns() / TETHER__NS_PER_MS;
 }
 
+#ifdef TETHER_HAVE_PATRONI
 static void abs_time(int64_t ms, struct timespec *ts) {
     ts->tv_sec = (time_t)(ms / 1000);
     ts->tv_nsec = (long)(ms % 1000) * 1000000L;
 }
+#endif
 
 #ifdef TETHER_HAVE_PATRONI
 
@@ -305,6 +310,7 @@ static void refresh(tether__disc *d) {
 
 #endif
 
+#ifdef TETHER_HAVE_PATRONI
 /* The interval, drawn from [0.9, 1.1] x refresh_ms each time: a fleet
  * started together does not ask together. */
 static int64_t next_interval(tether__disc *d) {
@@ -342,6 +348,8 @@ static void *run(void *arg) {
     return NULL;
 }
 
+#endif
+
 static void destroy(tether__disc *d) {
     if (d->started) {
         pthread_mutex_lock(&d->lock);
@@ -356,6 +364,7 @@ static void destroy(tether__disc *d) {
     tether__free(d);
 }
 
+#ifdef TETHER_HAVE_PATRONI
 /* make builds a discovery of cfg and starts its thread. */
 static int make(const tether__disc_cfg *cfg, tether_log_fn log, void *log_ctx,
                 tether__disc **out, tether_error *err) {
@@ -411,6 +420,8 @@ static void wait_first(tether__disc *d) {
             break;
     pthread_mutex_unlock(&d->lock);
 }
+
+#endif
 
 int tether__disc_acquire(const tether__disc_cfg *cfg, tether_log_fn log,
                          void *log_ctx, tether__disc **out, tether_error *err) {
