@@ -176,7 +176,8 @@ enum { ST_NONE = 0, ST_OK, ST_DOWN };
 struct tether__disc {
     struct tether__disc *next; /* in the process's list (list_lock) */
     int refs;                  /* list_lock */
-    char *urls;                /* the keyword's value */
+    char *urls;                /* the keyword's value: the key */
+    char *split;               /* a copy cut into url[] */
     char *url[TETHER__PATRONI_MAX_URLS];
     int nurls;
     int64_t refresh_ms, timeout_ms;
@@ -361,6 +362,7 @@ static void destroy(tether__disc *d) {
         pthread_mutex_destroy(&d->lock);
     }
     tether__free(d->urls);
+    tether__free(d->split);
     tether__free(d);
 }
 
@@ -369,14 +371,20 @@ static void destroy(tether__disc *d) {
 static int make(const tether__disc_cfg *cfg, tether_log_fn log, void *log_ctx,
                 tether__disc **out, tether_error *err) {
     tether__disc *d = tether__calloc(1, sizeof(*d));
-    if (d)
+    if (d) {
         d->urls = tether__strdup(cfg->urls);
-    if (!d || !d->urls) {
+        d->split = tether__strdup(cfg->urls);
+    }
+    if (!d || !d->urls || !d->split) {
+        if (d) {
+            tether__free(d->urls);
+            tether__free(d->split);
+        }
         tether__free(d);
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
     }
-    for (char *p = d->urls; p && d->nurls < TETHER__PATRONI_MAX_URLS;) {
+    for (char *p = d->split; p && d->nurls < TETHER__PATRONI_MAX_URLS;) {
         d->url[d->nurls++] = p;
         p = strchr(p, ',');
         if (p)
@@ -399,6 +407,7 @@ static int make(const tether__disc_cfg *cfg, tether_log_fn log, void *log_ctx,
         pthread_cond_destroy(&d->cond);
         pthread_mutex_destroy(&d->lock);
         tether__free(d->urls);
+        tether__free(d->split);
         tether__free(d);
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_TRANSIENT,
                                 "patroni: cannot start the refresher thread");

@@ -468,8 +468,21 @@ static void test_rate_limit(void **state) {
     tether_connector *c = make(ci, NULL, NULL);
     tether_connector *c2 = make(ci, NULL, NULL); /* shares c's */
     assert_ptr_equal(c->disc, c2->disc);
+    { /* several endpoints: shared too (the key is the whole list) */
+        char ci2[320];
+        snprintf(ci2, sizeof(ci2),
+                 "host=fallback tether_patroni='%s,http://127.0.0.1:1' "
+                 "tether_patroni_refresh=1h",
+                 url);
+        tether_connector *d1 = make(ci2, NULL, NULL);
+        tether_connector *d2 = make(ci2, NULL, NULL);
+        assert_ptr_equal(d1->disc, d2->disc);
+        assert_ptr_not_equal(d1->disc, c->disc);
+        tether_connector_destroy(d2);
+        tether_connector_destroy(d1);
+    }
     int req0 = atomic_load(&f->requests);
-    assert_int_equal(req0, 1);
+    assert_int_equal(req0, 2); /* c's first, d1's first */
     int64_t t0 = now_ms();
     burst b = {c, t0 + 2000};
     burst b2 = {c2, t0 + 2000};
