@@ -541,7 +541,9 @@ static int finish(run *r, void **conn, tether_error *err) {
 }
 
 /* Without tether_pause (config.c), after a pass: 1 to end the connect when
- * it reached no server (the pool's breaker paces the next); when a server
+ * it reached no server (the pool's breaker paces the next; not with
+ * discovery from Patroni, whose list may name the new leader by the next
+ * pass); when a server
  * refused as busy (and none of the wrong role answered), *delay is a draw
  * from [w/2, w], w from 4 s doubling per such pass (tuned with `tether sim
  * storm`: a busy server is up, the caller waits; a herd thins out), from
@@ -559,8 +561,11 @@ static int default_pause(run *r, int64_t *delay) {
     if (c->cfg.pause_set || c->cfg.strategy == TETHER_STRATEGY_MIRRORING ||
         c->cfg.strategy == TETHER_STRATEGY_STREAMING || r->reached)
         return 0;
-    if (!r->busy)
-        return 1;
+    if (!r->busy) /* with discovery, a host down is likely a failover under
+                     way: the next pass, after the schedule's pause, goes
+                     over the list Patroni gives by then (docs/patroni.md,
+                     "Refresh"), until the login deadline */
+        return c->disc ? 0 : 1;
     if (!r->full) /* a transition: the same short window every pass */
         r->busy_w = TRANSITION_MS;
     else

@@ -229,6 +229,15 @@ static void roles(const char *r1, const char *r2, const char *r3) {
     set_role(3, r3);
 }
 
+/* promote_later changes the fake's answer to n2 as the leader after
+ * 700 ms. */
+static void *promote_later(void *arg) {
+    static const char *const after[] = {"n2:l:running:0", NULL};
+    sleep_ms(700);
+    fake_patroni_set(arg, cluster(after), FP_OK);
+    return NULL;
+}
+
 /* ---- tests -----------------------------------------------------------------
  */
 
@@ -321,6 +330,44 @@ static void test_leader_follows(void **state) {
     assert_true(stats(c).kicks >= 1);
     wait_hosts(c, "n2:5432", 10);
     assert_true(count(log.text, "leader n2") >= 1);
+    tether_connector_destroy(c);
+    fake_patroni_stop(f);
+}
+
+/* A failover: the leader refuses, and Patroni names the new one only later
+ * (its TTL); the connect keeps passing over the list it gives until then,
+ * within its login timeout, instead of ending at the first refusal. */
+static void test_failover_waits_for_list(void **state) {
+    (void)state;
+    static const char *const before[] = {"n1:l:running:0", "n2:r:running:0",
+                                         NULL};
+    roles("down", "p", "s");
+    fake_patroni *f = fake_patroni_start(cluster(before));
+    char ci[256], url[64];
+    fake_patroni_url(f, url, sizeof(url));
+    snprintf(ci, sizeof(ci),
+             "host=fallback tether_patroni=%s tether_patroni_refresh=1h "
+             "target_session_attrs=read-write tether_login_timeout=5s",
+             url);
+    tether_connector *c = make(ci, NULL, NULL);
+    pthread_t t;
+    pthread_create(&t, NULL, promote_later, f);
+    void *h = NULL;
+    tether_error err = {0};
+    int64_t t0 = now_ms();
+    int rc = tether_connector_connect(c, &h, &err);
+    int64_t took = now_ms() - t0;
+    pthread_join(t, NULL);
+    if (rc)
+        fail_msg("connect: %s", err.message);
+    assert_string_equal(last_host, "n2:5432");
+    tether_connector_close(c, h);
+    print_message("failover: connected to the new leader %lld ms after the "
+                  "connect began (the list changed at 700 ms; %d REST "
+                  "requests)\n",
+                  (long long)took, atomic_load(&f->requests));
+    assert_true(took >= 700 && took < 700 + 1500);
+    assert_true(atomic_load(&f->requests) <= 2 + (int)(took / 500));
     tether_connector_destroy(c);
     fake_patroni_stop(f);
 }
@@ -605,6 +652,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keywords),
         cmocka_unit_test(test_leader_follows),
+        cmocka_unit_test(test_failover_waits_for_list),
         cmocka_unit_test(test_replicas),
         cmocka_unit_test(test_endpoints_down),
         cmocka_unit_test(test_never_known),
