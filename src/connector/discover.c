@@ -102,15 +102,15 @@ typedef struct retired {
 } retired;
 
 /* replace installs l as c's host list (c->lock held), with *nc as its
- * new host-state cache (taken). */
-static void replace(tether_connector *c, const hostlist *l,
-                    tether__hoststate **nc) {
+ * new host-state cache (taken). Returns 1 when it did. */
+static int replace(tether_connector *c, const hostlist *l,
+                   tether__hoststate **nc) {
     char *copy = tether__strdup(l->buf);
     retired *r = tether__malloc(sizeof(*r));
     if (!copy || !r) {
         tether__free(copy);
         tether__free(r);
-        return;
+        return 0;
     }
     r->eps = c->cfg.eps;
     r->neps = c->cfg.neps;
@@ -122,7 +122,7 @@ static void replace(tether_connector *c, const hostlist *l,
         c->cfg.neps = r->neps;
         tether__free(copy);
         tether__free(r);
-        return;
+        return 0;
     }
     r->next = c->disc_retired;
     c->disc_retired = r;
@@ -134,9 +134,7 @@ static void replace(tether_connector *c, const hostlist *l,
     *nc = NULL;
     memset(c->disc_role, 0, sizeof(c->disc_role));
     memcpy(c->disc_role, l->role, (size_t)l->n);
-    tether__log(c->o.log, c->o.log_ctx, TETHER_LOG_INFO,
-                "patroni: %s hosts now %s", tether_target_name(c->cfg.target),
-                l->buf);
+    return 1;
 }
 
 void tether__connector_undiscover(tether_connector *c) {
@@ -184,11 +182,15 @@ void tether__connector_sync(tether_connector *c) {
     uint64_t gen = tether__disc_view(c->disc, have, m, &n);
     pthread_mutex_lock(&c->lock);
     build(l, c->cfg.target, m, n, c->disc_lag_bytes);
-    if (gen != c->disc_gen && n > 0 &&
-        (!c->disc_list || strcmp(c->disc_list, l->buf)))
-        replace(c, l, &nc);
+    int changed = gen != c->disc_gen && n > 0 &&
+                  (!c->disc_list || strcmp(c->disc_list, l->buf)) &&
+                  replace(c, l, &nc);
     c->disc_gen = gen; /* a list refused stays refused until the next */
     pthread_mutex_unlock(&c->lock);
+    if (changed) /* the user's log function, outside the lock */
+        tether__log(c->o.log, c->o.log_ctx, TETHER_LOG_INFO,
+                    "patroni: %s hosts now %s",
+                    tether_target_name(c->cfg.target), l->buf);
 out:
     tether__free(m);
     tether__free(l);

@@ -10,6 +10,21 @@
  * never run under a lock that a connect or an acquire takes. */
 #include "discovery.h"
 
+/* The REST client and the parser are here (TETHER_PATRONI), except in the
+ * preload library's copy (CMakeLists.txt: no libcurl in every process the
+ * preload is put into). */
+#if defined(TETHER_HAVE_PATRONI) && !defined(TETHER_PRELOAD_NO_PATRONI)
+#define DISC_PATRONI 1
+#elif defined(TETHER_PRELOAD_NO_PATRONI)
+#define NO_PATRONI                                                             \
+    "the preload library has no Patroni support (a program linked with "       \
+    "libtether has)"
+#else
+#define NO_PATRONI                                                             \
+    "this tether was built without Patroni support (cmake "                    \
+    "-DTETHER_PATRONI=ON needs libcurl and json-c)"
+#endif
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -75,7 +90,7 @@ __attribute__((constructor)) static void register_keywords(void) {
     tether__keywords_register(&disc_table);
 }
 
-#ifdef TETHER_HAVE_PATRONI
+#ifdef DISC_PATRONI
 /* One URL of the list (s, n bytes, trimmed): http:// or https://, a host,
  * no credentials, no space or control character, no query. */
 static int url_ok(const char *s, size_t n, const char **why) {
@@ -107,14 +122,10 @@ static int url_ok(const char *s, size_t n, const char **why) {
 static int set_urls(void *base, const char *key, const char *v,
                     tether_error *err) {
     tether__disc_cfg *cfg = base;
-#ifndef TETHER_HAVE_PATRONI
+#ifndef DISC_PATRONI
     (void)cfg, (void)v;
-    return tether_error_set(
-        err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-        "connection string: %s: this tether was built "
-        "without Patroni support (cmake -DTETHER_PATRONI=ON "
-        "needs libcurl and json-c)",
-        key);
+    return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                            "connection string: %s: " NO_PATRONI, key);
 #else
     size_t len = strlen(v);
     char *out = tether__malloc(len + 1);
@@ -207,14 +218,14 @@ static int64_t mono_ms(void) {
     return tether__mono_ns() / TETHER__NS_PER_MS;
 }
 
-#ifdef TETHER_HAVE_PATRONI
+#ifdef DISC_PATRONI
 static void abs_time(int64_t ms, struct timespec *ts) {
     ts->tv_sec = (time_t)(ms / 1000);
     ts->tv_nsec = (long)(ms % 1000) * 1000000L;
 }
 #endif
 
-#ifdef TETHER_HAVE_PATRONI
+#ifdef DISC_PATRONI
 
 /* The leader's name, or "" when the list has none. */
 static const char *leader_of(const tether__member *m, int n) {
@@ -311,7 +322,7 @@ static void refresh(tether__disc *d) {
 
 #endif
 
-#ifdef TETHER_HAVE_PATRONI
+#ifdef DISC_PATRONI
 /* The interval, drawn from [0.9, 1.1] x refresh_ms each time: a fleet
  * started together does not ask together. */
 static int64_t next_interval(tether__disc *d) {
@@ -338,7 +349,7 @@ static void *run(void *arg) {
         d->last_ms = now;
         interval = next_interval(d);
         pthread_mutex_unlock(&d->lock);
-#ifdef TETHER_HAVE_PATRONI
+#ifdef DISC_PATRONI
         refresh(d);
 #endif
         pthread_mutex_lock(&d->lock);
@@ -366,7 +377,7 @@ static void destroy(tether__disc *d) {
     tether__free(d);
 }
 
-#ifdef TETHER_HAVE_PATRONI
+#ifdef DISC_PATRONI
 /* make builds a discovery of cfg and starts its thread. */
 static int make(const tether__disc_cfg *cfg, tether_log_fn log, void *log_ctx,
                 tether__disc **out, tether_error *err) {
@@ -435,11 +446,10 @@ static void wait_first(tether__disc *d) {
 int tether__disc_acquire(const tether__disc_cfg *cfg, tether_log_fn log,
                          void *log_ctx, tether__disc **out, tether_error *err) {
     *out = NULL;
-#ifndef TETHER_HAVE_PATRONI
+#ifndef DISC_PATRONI
     (void)cfg, (void)log, (void)log_ctx;
     return tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
-                            "connection string: tether_patroni: this tether "
-                            "was built without Patroni support");
+                            "connection string: tether_patroni: " NO_PATRONI);
 #else
     pthread_mutex_lock(&list_lock);
     tether__disc *d = list;
