@@ -614,6 +614,52 @@ static void test_hostile_answers(void **state) {
     }
 }
 
+/* A write refused as read-only (25006, TETHER_EREADONLY): the pool clears
+ * and invalidates its connector, which asks Patroni again at once. */
+static int readonly_work(void *h, void *arg, const tether_attempt *a,
+                         tether_error *err) {
+    (void)h, (void)arg, (void)a;
+    return tether_error_set(err, TETHER_EREADONLY, TETHER_CLASS_TRANSIENT,
+                            "cannot execute INSERT in a read-only "
+                            "transaction");
+}
+
+static void test_readonly_kicks(void **state) {
+    (void)state;
+    static const char *const m[] = {"n1:l:running:0", "n2:r:running:0", NULL};
+    roles("p", "s", "s");
+    fake_patroni *f = fake_patroni_start(cluster(m));
+    char ci[256], url[64];
+    fake_patroni_url(f, url, sizeof(url));
+    snprintf(ci, sizeof(ci),
+             "host=fallback tether_patroni=%s tether_patroni_refresh=1h "
+             "target_session_attrs=read-write",
+             url);
+    tether_connector *c = make(ci, NULL, NULL);
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.connector = c;
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_create(&p, &po, &err), 0);
+    sleep_ms(600); /* past the rate limit's gap since the first answer */
+    int req0 = atomic_load(&f->requests);
+    uint64_t kicks0 = stats(c).kicks;
+    assert_int_equal(tether_pool_run_for(p, 0, 1000, readonly_work, NULL, &err),
+                     TETHER_EREADONLY);
+    int64_t t0 = now_ms();
+    while (atomic_load(&f->requests) == req0 && now_ms() - t0 < 1000)
+        sleep_ms(5);
+    print_message("25006: Patroni asked again %lld ms later\n",
+                  (long long)(now_ms() - t0));
+    assert_true(stats(c).kicks > kicks0);
+    assert_true(atomic_load(&f->requests) > req0);
+    assert_true(now_ms() - t0 < 200);
+    tether_pool_destroy(p);
+    tether_connector_destroy(c);
+    fake_patroni_stop(f);
+}
+
 /* A pool over a connector with discovery exports its counters. */
 static void test_pool_metrics(void **state) {
     (void)state;
@@ -658,6 +704,7 @@ int main(void) {
         cmocka_unit_test(test_never_known),
         cmocka_unit_test(test_rate_limit),
         cmocka_unit_test(test_hostile_answers),
+        cmocka_unit_test(test_readonly_kicks),
         cmocka_unit_test(test_pool_metrics),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
