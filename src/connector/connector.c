@@ -374,7 +374,15 @@ static void wrong_role(run *r, const tether__ep *ep, tether_role role,
 static int attempt(run *r, const tether_step *st, void **conn) {
     tether_connector *c = r->c;
     int idx = r->order[st->host % r->n];
+    pthread_mutex_lock(&c->lock);
+    /* Another connect may have put discovery's new, shorter list in place
+     * since this pass began (discover.c): a step past its end is passed
+     * over, never read as an empty endpoint (the driver's default host). */
+    int gone = idx >= c->cfg.neps;
     const tether__ep *ep = &c->cfg.eps[idx];
+    pthread_mutex_unlock(&c->lock);
+    if (gone)
+        return 0;
     int skip = skip_now(r, idx);
     if (skip) {
         r->skipped = 1;
