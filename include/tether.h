@@ -1070,8 +1070,8 @@ TETHER_API int tether_pool_open(tether_pool **out, const char *conninfo,
  * strings are static. */
 typedef struct tether_keyword {
     const char *name;   /* "tether_pool_max" */
-    const char *reader; /* who reads it: "connector", "pool" or a driver
-                           ("libpq") */
+    const char *reader; /* who reads it: "connector", "discovery", "pool"
+                           or a driver ("libpq") */
     const char *desc;   /* one line */
 } tether_keyword;
 
@@ -1345,6 +1345,13 @@ typedef struct tether_pool_metrics {
                                a pause with TETHER_PAUSE_CLOSE_IDLE or a
                                shrink (also in closed_idle) */
     uint64_t reconnects;    /* tether_pool_reconnect calls */
+    /* Discovery from Patroni (docs/patroni.md, "Discovery"), 0 without
+     * tether_patroni; shared by the pools that name the same endpoints. */
+    uint64_t patroni_requests; /* REST calls made (GET /cluster) */
+    uint64_t patroni_failures; /* ... that failed or gave a bad answer */
+    uint64_t patroni_kicks;    /* refreshes asked for by a trigger */
+    int patroni_members;       /* members in the list last known */
+    int64_t patroni_age_ms;    /* since that list came; -1 none ever */
 } tether_pool_metrics;
 
 /* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds

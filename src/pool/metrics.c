@@ -41,6 +41,19 @@ static void route_metrics(tether__route *r, tether_pool_metrics *m) {
     m->lag_checks = atomic_load(&r->lag_checks);
 }
 
+/* Discovery's counters (docs/patroni.md), from the pool's connector. */
+static void disc_metrics(tether_pool *p, tether_pool_metrics *m) {
+    tether__disc_stats s;
+    m->patroni_age_ms = -1;
+    if (!tether__connector_disc_stats(p->o.connector, &s))
+        return;
+    m->patroni_requests = s.requests;
+    m->patroni_failures = s.failures;
+    m->patroni_kicks = s.kicks;
+    m->patroni_members = s.members;
+    m->patroni_age_ms = s.age_ms;
+}
+
 static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     memset(m, 0, sizeof(*m));
     for (int i = 0; i < TETHER_HIST_BUCKETS; i++)
@@ -91,6 +104,7 @@ static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     m->probe_failures = atomic_load(&p->probe_failures);
     m->connects_cut = atomic_load(&p->connects_cut);
     route_metrics(p->route, m);
+    disc_metrics(p, m);
 }
 
 /* ---- Prometheus text format --------------------------------------------- */
@@ -232,6 +246,23 @@ static void counters(out *o, const char *l, const tether_pool_metrics *m,
     counter(o, l, "txn_rolled_back_total",
             "Releases without a key that found a transaction open.",
             m->txn_rolled_back);
+    { /* discovery from Patroni: 0 and -1 without it */
+        counter(o, l, "patroni_requests_total",
+                "Patroni REST calls made (GET /cluster).", m->patroni_requests);
+        counter(o, l, "patroni_failures_total",
+                "Patroni REST calls that failed or gave a bad answer.",
+                m->patroni_failures);
+        counter(o, l, "patroni_kicks_total",
+                "Patroni refreshes asked for by a trigger.", m->patroni_kicks);
+        metric(o, "patroni_members", "gauge",
+               "Members in the Patroni list last known.");
+        emit(o, "tether_pool_patroni_members{pool=\"%s\"} %d\n", l,
+             m->patroni_members);
+        metric(o, "patroni_age_seconds", "gauge",
+               "Since the Patroni list last known came (-1: none ever).");
+        emit(o, "tether_pool_patroni_age_seconds{pool=\"%s\"} %g\n", l,
+             m->patroni_age_ms < 0 ? -1.0 : (double)m->patroni_age_ms / 1e3);
+    }
     if (!r) /* read/write routing: on routing pools only */
         return;
     counter(o, l, "reads_standby_total",

@@ -309,6 +309,9 @@ static int open_read_side(tether_pool *w, const tether__conninfo *ci,
                                         "tether_strategy", "random", NULL};
     int rc =
         open_side(&r, ci, extra, &o, k->drain_ms, on_event, event_ctx, err);
+    if (rc == 0) /* Patroni's list: replicas within the bound only */
+        tether__connector_set_lag_bytes(r->own_connector,
+                                        k->route.max_lag_bytes);
     return rc ? rc : tether__route_attach(w, r, &k->route, err);
 }
 

@@ -508,8 +508,9 @@ static void test_keyword_list(void **state) {
     }
     assert_true(seen_host && seen_pool_max);
     assert_true(libpq > 15);
-    assert_int_equal(n - libpq, 3 + 9 + 24); /* endpoint, connector, pool
-                                                (the admin socket's too) */
+    /* endpoint, connector, discovery (src/discovery), pool (the admin
+     * socket's too) */
+    assert_int_equal(n - libpq, 3 + 9 + 3 + 24);
     assert_int_equal(tether__keyword_at((size_t)n, &kw), -1);
     /* The public list is the same one. */
     tether_keyword pub;
