@@ -380,6 +380,13 @@ static void otel(out *o, const char *l, tether_pool *p,
     otel_histogram(o, l, "wait_time_seconds",
                    "Time to obtain a connection (tether_pool_acquire_seconds).",
                    m->hist, m->hist_sum_us);
+    uint64_t use[TETHER_HIST_BUCKETS];
+    for (int i = 0; i < TETHER_HIST_BUCKETS; i++)
+        use[i] = atomic_load(&p->use_hist[i]);
+    otel_histogram(o, l, "use_time_seconds",
+                   "Time a connection was held, from acquire to release "
+                   "(with leak detection on).",
+                   use, atomic_load(&p->use_sum_us));
 }
 
 size_t tether_pool_metrics_prometheus(tether_pool *p, char *buf, size_t size) {

@@ -277,14 +277,28 @@ void tether__pool_hist_add(tether_pool *p, int64_t us) {
 
 /* ---- connections --------------------------------------------------------- */
 
-/* count_create counts one connect of us microseconds that succeeded. */
-static void count_create(tether_pool *p, int64_t us) {
+/* count_in adds a time of us microseconds to the histogram h (sum in
+ * *sum), in the acquire histogram's buckets. */
+static void count_in(_Atomic uint64_t *h, _Atomic uint64_t *sum, int64_t us) {
     int i = 0;
     while (i < TETHER_HIST_BUCKETS - 1 && us > tether__hist_bounds_us[i])
         i++;
-    atomic_fetch_add_explicit(&p->create_hist[i], 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->create_sum_us, (uint64_t)(us < 0 ? 0 : us),
+    atomic_fetch_add_explicit(&h[i], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(sum, (uint64_t)(us < 0 ? 0 : us),
                               memory_order_relaxed);
+}
+
+/* count_create counts one connect of us microseconds that succeeded. */
+static void count_create(tether_pool *p, int64_t us) {
+    count_in(p->create_hist, &p->create_sum_us, us);
+}
+
+__attribute__((noinline)) void
+tether__pool_lease_done(tether_pool *p, tether__slot *s, int64_t now_ms) {
+    int64_t since = atomic_exchange_explicit(&s->acquired_ms, NOT_HELD,
+                                             memory_order_relaxed);
+    if (since != NOT_HELD && now_ms >= since)
+        count_in(p->use_hist, &p->use_sum_us, (now_ms - since) * 1000);
 }
 
 void tether__pool_fatal(tether_pool *p) {

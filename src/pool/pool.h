@@ -150,6 +150,11 @@ struct tether_pool {
      * their places. */
     _Atomic uint64_t create_hist[TETHER_HIST_BUCKETS];
     _Atomic uint64_t create_sum_us;
+    /* How long leases were held (db_client_connection_use_time), counted
+     * at release with leak detection on, when the acquire's time is
+     * recorded (tether__pool_lease_done). */
+    _Atomic uint64_t use_hist[TETHER_HIST_BUCKETS];
+    _Atomic uint64_t use_sum_us;
 };
 
 /* What waiters carries on top of the queued callers while p->slow. */
@@ -336,6 +341,12 @@ extern const int64_t tether__hist_bounds_us[TETHER_HIST_BUCKETS];
  * -1) with err naming the value. */
 int tether__pool_acquire_limit(const tether_pool *p, int64_t timeout_ms,
                                int64_t *ms, tether_error *err);
+
+/* tether__pool_lease_done marks s no longer held and counts how long it
+ * was (from its acquire to now_ms), with leak detection on only: the
+ * release's fast path calls it inside the branch it takes for that
+ * anyway. */
+void tether__pool_lease_done(tether_pool *p, tether__slot *s, int64_t now_ms);
 
 /* tether__pool_hist_add counts one timed acquire of us microseconds in p's
  * histogram (metrics.c reads it). */

@@ -253,7 +253,7 @@ give_back(tether_pool *p, tether__slot *s) {
     }
     s->released_ms = s->checked_ms = tether__pool_now(p);
     if (p->leak_on)
-        atomic_store_explicit(&s->acquired_ms, NOT_HELD, memory_order_relaxed);
+        tether__pool_lease_done(p, s, s->released_ms);
     note_last_used(p, s);
     tether__pool_put_idle(p, s);
 }

@@ -1027,6 +1027,41 @@ static void test_leak_report_once_with_place(void **state) {
     sim_pool_close(&f);
 }
 
+/* With leak detection on, each release counts how long its lease was held
+ * in db_client_connection_use_time (docs/metrics.md). */
+static void test_use_time(void **state) {
+    (void)state;
+    fixture f;
+    tether_sim_opts so;
+    tether_pool_opts po;
+    sim_pool_opts(&f, 0, &so, &po);
+    po.leak_threshold_ms = 3600000;
+    sim_pool_open(&f, &so, &po);
+    tether_lease *l = sim_pool_acquire(f.pool);
+    sim_pool_advance_ms(&f, 30);
+    tether_lease_release(l);
+    l = sim_pool_acquire(f.pool);
+    sim_pool_advance_ms(&f, 2);
+    tether_lease_release(l);
+    static char buf[32768];
+    tether_pool_metrics_prometheus(f.pool, buf, sizeof(buf));
+    char want[160];
+    const char *name = tether_pool_name(f.pool);
+    snprintf(want, sizeof(want),
+             "db_client_connection_use_time_seconds_count{pool_name=\"%s\"} "
+             "2\n",
+             name);
+    if (!strstr(buf, want))
+        fail_msg("no %s", want);
+    snprintf(want, sizeof(want),
+             "db_client_connection_use_time_seconds_sum{pool_name=\"%s\"} "
+             "0.032",
+             name);
+    if (!strstr(buf, want))
+        fail_msg("no %s", want);
+    sim_pool_close(&f);
+}
+
 /* ---- blocking period (docs/breaker.md) ---------------------------------- */
 
 static void test_blocking_period_timeline(void **state) {
@@ -1927,6 +1962,8 @@ static void test_prometheus_text(void **state) {
         "db_client_connection_timeouts_total{pool_name=\"%s\"} 0\n",
         "db_client_connection_create_time_seconds_count{pool_name=\"%s\"} 2\n",
         "db_client_connection_wait_time_seconds_count{pool_name=\"%s\"} 2\n",
+        /* leak detection off: held times are not recorded */
+        "db_client_connection_use_time_seconds_count{pool_name=\"%s\"} 0\n",
     };
     for (size_t i = 0; i < sizeof(otel) / sizeof(otel[0]); i++) {
         snprintf(want, sizeof(want), otel[i], name);
@@ -2214,6 +2251,7 @@ int main(void) {
         cmocka_unit_test(test_idle_timeout_randomized_and_min_kept),
         cmocka_unit_test(test_lifetime_spaced_and_never_in_use),
         cmocka_unit_test(test_keepalive_validates_idle),
+        cmocka_unit_test(test_use_time),
         cmocka_unit_test(test_leak_report_once_with_place),
         cmocka_unit_test(test_blocking_period_timeline),
         cmocka_unit_test(test_blocking_period_waits_for_release),
