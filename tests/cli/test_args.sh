@@ -156,7 +156,7 @@ usage_err "unknown simulation|'flood'" sim flood
 echo "== top level"
 out=$("$bin" nope 2>&1) rc=$?
 [ "$rc" -eq 2 ] && grep -q "unknown command 'nope'" <<<"$out" || fail "unknown command: rc=$rc"
-"$bin" --help | grep -q "usage: tether" || fail "tether --help"
+grep -q "usage: tether" <<<"$("$bin" --help)" || fail "tether --help"
 
 # --json stays valid JSON (UTF-8) whatever bytes an argument carries: a
 # host named with a byte that is not UTF-8, a DEL, and a valid e-acute.

@@ -41,7 +41,7 @@ err=$("$bin" bench query --conninfo "host=127.0.0.1 port=1" --mode sideways 2>&1
 "$bin" bench query --help | grep -c "conninfo" >/dev/null || fail "bench query --help"
 err=$("$bin" bench query --conninfo "host=127.0.0.1 port=1" --mode acquire --read-only 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q <<<"$err" -- "--read-only needs --mode run" || fail "bench query --read-only --mode acquire: rc=$rc $err"
-"$bin" bench query --help | grep -q -- "--read-only" || fail "bench query --help names --read-only"
+grep -q -- "--read-only" <<<"$("$bin" bench query --help)" || fail "bench query --help names --read-only"
 # --read-only against a routing keyword with a bad value: the error names it.
 err=$("$bin" bench query --conninfo "host=127.0.0.1 port=1 tether_max_standby_lag=soon" --read-only --seconds 1 2>&1); rc=$?
 [ $rc -ne 0 ] && grep -q <<<"$err" -- "tether_max_standby_lag" || fail "bench query --read-only, bad lag: rc=$rc $err"

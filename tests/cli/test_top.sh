@@ -41,8 +41,8 @@ if [ -z "${PGC_DIR:-}" ]; then
   [ $rc -eq 2 ] && grep -q "MIN (3) is above MAX (2)" <<<"$out" || fail "ctl resize p 3 2: rc=$rc $out"
   out=$("$bin" ctl --socket /tmp/x.sock evict p --close-idle 2>&1) rc=$?
   [ $rc -eq 2 ] && grep -q -- "--close-idle goes with pause" <<<"$out" || fail "ctl evict --close-idle: rc=$rc $out"
-  "$bin" top --help | grep -q "usage: tether top" || fail "top --help"
-  "$bin" ctl --help | grep -q "usage: tether ctl" || fail "ctl --help"
+  grep -q "usage: tether top" <<<"$("$bin" top --help)" || fail "top --help"
+  grep -q "usage: tether ctl" <<<"$("$bin" ctl --help)" || fail "ctl --help"
   check "bad input refused"
   [ "$fails" -eq 0 ] || exit 1
   exec bash "$here/../../scripts/pg-cluster" run -- bash "$0" "$@"

@@ -32,7 +32,7 @@ echo "tether version extra -> rc=$rc: ${out%%$'\n'*}"
 [ "$rc" -eq 2 ] && grep -q "unexpected argument 'extra'" <<<"$out" ||
   fail "tether version extra: rc=$rc $out"
 
-"$bin" --help | grep -q -E '^  version ' || fail "tether --help does not list version"
+grep -q -E '^  version ' <<<"$("$bin" --help)" || fail "tether --help does not list version"
 
 [ "$fails" -eq 0 ] || { echo "test_version: $fails checks failed" >&2; exit 1; }
 echo "test_version: all checks passed"
