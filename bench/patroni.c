@@ -26,6 +26,9 @@
  *   re MS TEXT          a read failed
  *   c MS                a connect attempt (tether: each attempt the
  *                       connectors report; libpq: each PQconnectdb)
+ *   ev MS PHASE HOST:PORT CODE DELAY_MS TEXT
+ *                       tether, with PATRONI_BENCH_TRACE set: every step
+ *                       of every connect (pauses included)
  *
  * Runs until SIGTERM or SIGINT; a tether client then prints its pool's
  * routing counts ("m reads_standby=... reads_primary=...").
@@ -161,6 +164,13 @@ static void *tether_loop(void *arg) {
 
 static void on_connect_event(void *ctx, const tether_connect_event *ev) {
     (void)ctx;
+    char rest[200];
+    if (getenv("PATRONI_BENCH_TRACE")) {
+        snprintf(rest, sizeof(rest), "%s %s:%d %d %lld %s",
+                 tether_phase_name(ev->phase), ev->host ? ev->host : "-",
+                 ev->port, ev->code, (long long)ev->delay_ms, ev->message);
+        emit("ev", rest);
+    }
     if (ev->phase == TETHER_PHASE_FAIL || ev->phase == TETHER_PHASE_OK ||
         ev->phase == TETHER_PHASE_ROLE)
         emit("c", NULL);
