@@ -1013,7 +1013,14 @@ typedef struct tether_pool_opts {
                                        rolls it back (docs/pool.md,
                                        "Transactions across acquires");
                                        default 30000; 0: the default */
-    uint64_t reserved_[3];          /* room to grow without moving the fields of
+    int max_size_limit;             /* the largest max_size tether_pool_resize
+                                       may set (0: max_size); the pool
+                                       keeps a slot for each (bytes:
+                                       tether_pool_bytes_per_conn), and an
+                                       acquire that finds no connection of
+                                       its thread's idle scans them all */
+    int reserved_i_;                /* 0 */
+    uint64_t reserved_[2];          /* room to grow without moving the fields of
                                        the options that embed this struct; 0 */
 } tether_pool_opts;
 
@@ -1063,8 +1070,8 @@ TETHER_API int tether_pool_open(tether_pool **out, const char *conninfo,
  * strings are static. */
 typedef struct tether_keyword {
     const char *name;   /* "tether_pool_max" */
-    const char *reader; /* who reads it: "connector", "pool" or a driver
-                           ("libpq") */
+    const char *reader; /* who reads it: "connector", "discovery", "pool"
+                           or a driver ("libpq") */
     const char *desc;   /* one line */
 } tether_keyword;
 
@@ -1093,11 +1100,16 @@ TETHER_API void tether_pool_destroy(tether_pool *p);
 /* tether_pool_acquire_at borrows a connection within timeout_ms (-1: the
  * pool's acquire timeout; longer than TETHER_DURATION_MAX_MS is capped at
  * it; below -1 is TETHER_EINVAL). Waiters are served first come, first served.
- * Errors: TETHER_ETIMEDOUT, TETHER_EQUEUEFULL (too many waiters),
- * TETHER_ECLOSED, a connect error, or TETHER_EOPEN during a blocking
- * period after failed connects (err->cause: the connect error; the
- * message says when the next connect may be tried). file and line name the
- * caller for leak reports; use the tether_pool_acquire macro. */
+ * Errors: TETHER_ETIMEDOUT (no connection within the deadline: class
+ * throttled, not_sent 1, unlike a statement's timeout, which is transient;
+ * the message says who holds the connections, who waits and what blocked
+ * creation: docs/pool.md, "When the pool is exhausted"), TETHER_EQUEUEFULL
+ * (too many waiters), TETHER_ECLOSED, a connect error, or TETHER_EOPEN
+ * during a blocking period after failed connects (err->cause: the connect
+ * error; the message says when the next connect may be tried). file and
+ * line name the caller (recorded with leak detection on,
+ * leak_threshold_ms: for leak reports, tether_pool_holders and the
+ * timeout's message); use the tether_pool_acquire macro. */
 TETHER_API int tether_pool_acquire_at(tether_pool *p, int64_t timeout_ms,
                                       tether_lease **out, tether_error *err,
                                       const char *file, int line);
@@ -1165,8 +1177,10 @@ typedef struct tether_pool_holder {
 
 /* tether_pool_holders fills out (cap entries) with the sites holding
  * leases now, most leases first (then the oldest first); returns how many
- * were written (0 for a NULL p or out, or out of memory). Sites are
- * recorded on every acquire, as the tether_pool_acquire macros pass them. */
+ * were written (0 for a NULL p or out, or out of memory). Sites and ages
+ * are recorded with leak detection on (tether_pool_opts.leak_threshold_ms,
+ * tether_leak_threshold; a long threshold records them without reports);
+ * without it, one entry counts every lease (site "", oldest_ms 0). */
 TETHER_API int tether_pool_holders(tether_pool *p, tether_pool_holder *out,
                                    int cap);
 
@@ -1317,6 +1331,27 @@ typedef struct tether_pool_metrics {
                                   transaction back (warned): without a
                                   key, or keyed and not kept
                                   (docs/metrics.md) */
+    /* Runtime control and held leases (docs/pool.md, "Operating a pool at
+     * runtime", "When the pool is exhausted"). */
+    int paused;             /* 1 while paused (tether_pool_pause) */
+    int held;               /* leases held now (in_use less connections
+                               reserved to a transaction; with leak
+                               detection, less those in transit) */
+    int64_t held_oldest_ms; /* age of the oldest lease held (0: none, or
+                               leak detection off: not recorded) */
+    int64_t held_median_ms; /* median age of the leases held (0: as
+                               held_oldest_ms) */
+    uint64_t evicted;       /* connections closed by tether_pool_evict_idle,
+                               a pause with TETHER_PAUSE_CLOSE_IDLE or a
+                               shrink (also in closed_idle) */
+    uint64_t reconnects;    /* tether_pool_reconnect calls */
+    /* Discovery from Patroni (docs/patroni.md, "Discovery"), 0 without
+     * tether_patroni; shared by the pools that name the same endpoints. */
+    uint64_t patroni_requests; /* REST calls made (GET /cluster) */
+    uint64_t patroni_failures; /* ... that failed or gave a bad answer */
+    uint64_t patroni_kicks;    /* refreshes asked for by a trigger */
+    int patroni_members;       /* members in the list last known */
+    int64_t patroni_age_ms;    /* since that list came; -1 none ever */
 } tether_pool_metrics;
 
 /* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds

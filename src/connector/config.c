@@ -297,6 +297,7 @@ static void defaults(tether__conncfg *cfg) {
      * half a second by the one connect that waits for it (the pool's
      * probe, docs/breaker.md). */
     tether_backoff_opts_init(&cfg->pause);
+    tether__disc_cfg_init(&cfg->patroni);
     cfg->pause.base_ms = 100;
     cfg->pause.max_ms = 500;
 }
@@ -307,6 +308,8 @@ static int one_key(tether__conncfg *cfg, const char *k, const char *v,
     switch (tether__conninfo_kind(k)) {
     case TETHER__KW_CONNECTOR: /* 1: another table's, not for this one */
         rc = tether__keydefs_apply(connector_keys, cfg, k, v, err);
+        if (rc > 0) /* discovery's (src/discovery) */
+            rc = tether__disc_cfg_apply(&cfg->patroni, k, v, err);
         return rc > 0 ? 0 : rc;
     case TETHER__KW_LIBPQ:
         return add_param(cfg, k, v, err);
@@ -344,7 +347,7 @@ static int env_keys(tether__conncfg *cfg, const tether__conninfo *ci,
          rc == 0 && (k = tether__conninfo_keyword(TETHER__KW_CONNECTOR, i));
          i++)
         if (!tether__conninfo_get(ci, k) && (v = tether__conninfo_get(env, k)))
-            rc = tether__keydefs_apply(connector_keys, cfg, k, v, err);
+            rc = one_key(cfg, k, v, err);
     return rc;
 }
 
@@ -416,6 +419,7 @@ void tether__conncfg_free(tether__conncfg *cfg) {
     tether__free(cfg->keys);
     tether__free(cfg->vals);
     tether__free(cfg->display);
+    tether__disc_cfg_free(&cfg->patroni);
     memset(cfg, 0, sizeof(*cfg));
 }
 

@@ -78,6 +78,11 @@ static int create(tether_connector **out, const tether_connector_opts *o,
     }
     pthread_mutex_init(&c->lock, NULL);
     tether__rng_seed(&c->rng, o->seed);
+    rc = tether__connector_discover(c, err); /* tether_patroni */
+    if (rc) {
+        tether_connector_destroy(c);
+        return rc;
+    }
     *out = c;
     return 0;
 }
@@ -119,6 +124,7 @@ int tether__connector_create_ci(tether_connector **out,
 void tether_connector_destroy(tether_connector *c) {
     if (!c)
         return;
+    tether__connector_undiscover(c);
     if (c->dctx_free)
         c->dctx_free(c->dctx);
     if (c->cache)
@@ -134,6 +140,7 @@ void tether_connector_invalidate(tether_connector *c) {
     pthread_mutex_lock(&c->lock);
     memset(c->cache, 0, sizeof(*c->cache) * (size_t)c->cfg.neps);
     pthread_mutex_unlock(&c->lock);
+    tether__connector_kick(c); /* a failover: ask Patroni (discover.c) */
 }
 
 /* ---- roles, cache, events ------------------------------------------------ */
@@ -173,12 +180,20 @@ int tether__role_fits(tether_target t, tether_role role) {
 
 void tether__connector_learn(tether_connector *c, int i, int state,
                              int64_t now_ms) {
+    int kick = 0;
     pthread_mutex_lock(&c->lock);
     if (i < c->cfg.neps) {
         c->cache[i].state = state;
         c->cache[i].until_ms = now_ms + c->cfg.recheck_ms;
+        /* Patroni's list said otherwise, or a host is down: ask again. */
+        int said = c->disc && c->disc_list ? c->disc_role[i] : 0;
+        kick = state == HS_DOWN ||
+               (said == TETHER_ROLE_PRIMARY && state == HS_STANDBY) ||
+               (said == TETHER_ROLE_STANDBY && state == HS_PRIMARY);
     }
     pthread_mutex_unlock(&c->lock);
+    if (kick)
+        tether__connector_kick(c);
 }
 
 /* Whether endpoint i may be skipped now (known down, or of a role the
@@ -359,7 +374,15 @@ static void wrong_role(run *r, const tether__ep *ep, tether_role role,
 static int attempt(run *r, const tether_step *st, void **conn) {
     tether_connector *c = r->c;
     int idx = r->order[st->host % r->n];
+    pthread_mutex_lock(&c->lock);
+    /* Another connect may have put discovery's new, shorter list in place
+     * since this pass began (discover.c): a step past its end is passed
+     * over, never read as an empty endpoint (the driver's default host). */
+    int gone = idx >= c->cfg.neps;
     const tether__ep *ep = &c->cfg.eps[idx];
+    pthread_mutex_unlock(&c->lock);
+    if (gone)
+        return 0;
     int skip = skip_now(r, idx);
     if (skip) {
         r->skipped = 1;
@@ -494,6 +517,20 @@ static int provision(run *r) {
     return rc == 0;
 }
 
+/* disc_changed syncs the host list with discovery's (discover.c) and says
+ * whether it changed. */
+static int disc_changed(run *r) {
+    tether_connector *c = r->c;
+    pthread_mutex_lock(&c->lock);
+    unsigned before = c->disc_changes;
+    pthread_mutex_unlock(&c->lock);
+    tether__connector_sync(c);
+    pthread_mutex_lock(&c->lock);
+    int changed = c->disc_changes != before;
+    pthread_mutex_unlock(&c->lock);
+    return changed;
+}
+
 /* Give up: the fallback if a prefer-* target left one, else the error. */
 static int finish(run *r, void **conn, tether_error *err) {
     if (r->fallback) {
@@ -512,7 +549,9 @@ static int finish(run *r, void **conn, tether_error *err) {
 }
 
 /* Without tether_pause (config.c), after a pass: 1 to end the connect when
- * it reached no server (the pool's breaker paces the next); when a server
+ * it reached no server (the pool's breaker paces the next; not with
+ * discovery from Patroni, whose list may name the new leader by the next
+ * pass); when a server
  * refused as busy (and none of the wrong role answered), *delay is a draw
  * from [w/2, w], w from 4 s doubling per such pass (tuned with `tether sim
  * storm`: a busy server is up, the caller waits; a herd thins out), from
@@ -530,8 +569,11 @@ static int default_pause(run *r, int64_t *delay) {
     if (c->cfg.pause_set || c->cfg.strategy == TETHER_STRATEGY_MIRRORING ||
         c->cfg.strategy == TETHER_STRATEGY_STREAMING || r->reached)
         return 0;
-    if (!r->busy)
-        return 1;
+    if (!r->busy) /* with discovery, a host down is likely a failover under
+                     way: the next pass, after the schedule's pause, goes
+                     over the list Patroni gives by then (docs/patroni.md,
+                     "Refresh"), until the login deadline */
+        return c->disc ? 0 : 1;
     if (!r->full) /* a transition: the same short window every pass */
         r->busy_w = TRANSITION_MS;
     else
@@ -572,6 +614,15 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
             int ok = provision(r); /* r->n is the new count after it */
             tether_schedule_provisioned(s, ok, r->n);
         }
+        /* Patroni's list changed since the pass began (a trigger of this
+         * connect, or the interval): the next pass goes over the new one
+         * (docs/patroni.md, "Refresh"). */
+        if (r->c->disc && r->c->cfg.strategy != TETHER_STRATEGY_MIRRORING &&
+            r->c->cfg.strategy != TETHER_STRATEGY_STREAMING &&
+            disc_changed(r)) {
+            make_order(r);
+            tether_schedule_provisioned(s, 1, r->n);
+        }
         if (default_pause(r, &st.delay_ms))
             return finish(r, conn, err);
         /* The first pass that skipped a host and found nothing fitting is
@@ -605,6 +656,7 @@ int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
         budget_ms >= 0 && login == budget_ms &&
         (c->cfg.login_timeout_ms < 0 || budget_ms < c->cfg.login_timeout_ms);
     *conn = NULL;
+    tether__connector_sync(c); /* Patroni's list, when it changed */
     int rc;
     if (c->cfg.strategy == TETHER_STRATEGY_RACE) {
         rc = tether__connector_race(c, r.deadline_ms, conn, err);

@@ -7,6 +7,7 @@
 #define TETHER_CONNECTOR_H
 
 #include "conninfo.h"
+#include "discovery.h"
 #include "driver.h"
 #include "internal.h"
 
@@ -44,6 +45,7 @@ typedef struct tether__conncfg {
     tether_backoff_opts pause;  /* between passes (tether_pause spec) */
     int pause_set;              /* tether_pause given: every pass pauses */
     char *display; /* the string with secrets masked, for names and logs */
+    tether__disc_cfg patroni; /* tether_patroni and its keywords */
 } tether__conncfg;
 
 /* tether__conncfg_parse parses conninfo into cfg (freed with
@@ -168,7 +170,46 @@ struct tether_connector {
     tether__hoststate *cache;
     unsigned rr;
     tether__rng rng;
+    /* Discovery from Patroni (discover.c, docs/patroni.md): the shared
+     * refresher, the generation of its list that cfg.eps was built from
+     * (0: none yet, the string's hosts), the lag bound of the read side's
+     * list (bytes, -1 none) and the role the list gave each endpoint
+     * (TETHER_ROLE_*; all guarded by lock). */
+    tether__disc *disc;
+    uint64_t disc_gen;
+    int64_t disc_lag_bytes;
+    unsigned char disc_role[TETHER__MAX_HOSTS];
+    char *disc_list;              /* the list last set from it */
+    unsigned disc_changes;        /* times it was set */
+    struct retired *disc_retired; /* endpoint arrays it replaced */
 };
+
+/* tether__connector_discover starts c's discovery when its string names
+ * tether_patroni (create calls it). Returns 0 or a negative error. */
+int tether__connector_discover(tether_connector *c, tether_error *err);
+
+/* tether__connector_undiscover releases what discovery holds in c
+ * (destroy calls it). */
+void tether__connector_undiscover(tether_connector *c);
+
+/* tether__connector_sync replaces c's host list with what discovery last
+ * learned, for c's target, when that changed since the last call (never a
+ * REST call: a copy of the shared list). Nothing without discovery. */
+void tether__connector_sync(tether_connector *c);
+
+/* tether__connector_kick asks c's discovery to refresh now (coalesced and
+ * rate-limited, docs/patroni.md "Refresh"): a connect failed, a role
+ * differed from the list, a 25006 came. Nothing without discovery. */
+void tether__connector_kick(tether_connector *c);
+
+/* tether__connector_set_lag_bytes sets the lag bound (bytes; -1 none) that
+ * a replica of the Patroni list must be within to be in c's list for a
+ * standby target (the routing pool's read side). */
+void tether__connector_set_lag_bytes(tether_connector *c, int64_t bytes);
+
+/* tether__connector_disc_stats fills s from c's discovery and returns 1,
+ * or returns 0 when c has none. */
+int tether__connector_disc_stats(tether_connector *c, tether__disc_stats *s);
 
 /* tether__connector_open connects with the connector's strategy within
  * budget_ms (also capped by the login timeout; -1: the login timeout) and

@@ -209,8 +209,8 @@ static void post_error_locked(tether_pool *p, tether__cq_entry *e, int rc,
 }
 
 static void post_timeout_locked(tether_pool *p, tether__cq_entry *e) {
-    tether__pool_timed_out(p, (e->deadline_ns - e->start_ns) / 1000000,
-                           &e->err);
+    tether__pool_timed_out(p, (e->deadline_ns - e->start_ns) / 1000000, &e->err,
+                           1);
     post_locked(p, e, NULL, TETHER_ETIMEDOUT);
 }
 

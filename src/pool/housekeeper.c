@@ -43,8 +43,8 @@ static void *fill_main(void *arg) {
 
 void tether__pool_fill(tether_pool *p) {
     pthread_mutex_lock(&p->lock);
-    while (!atomic_load(&p->closing) && p->total < p->o.min_size &&
-           p->creating < p->o.max_creating) {
+    while (!atomic_load(&p->closing) && !atomic_load(&p->paused) &&
+           p->total < p->o.min_size && p->creating < p->o.max_creating) {
         p->total++;
         p->creating++;
         p->bg++;

@@ -41,6 +41,19 @@ static void route_metrics(tether__route *r, tether_pool_metrics *m) {
     m->lag_checks = atomic_load(&r->lag_checks);
 }
 
+/* Discovery's counters (docs/patroni.md), from the pool's connector. */
+static void disc_metrics(tether_pool *p, tether_pool_metrics *m) {
+    tether__disc_stats s;
+    m->patroni_age_ms = -1;
+    if (!tether__connector_disc_stats(p->o.connector, &s))
+        return;
+    m->patroni_requests = s.requests;
+    m->patroni_failures = s.failures;
+    m->patroni_kicks = s.kicks;
+    m->patroni_members = s.members;
+    m->patroni_age_ms = s.age_ms;
+}
+
 static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     memset(m, 0, sizeof(*m));
     for (int i = 0; i < TETHER_HIST_BUCKETS; i++)
@@ -50,10 +63,14 @@ static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     pthread_mutex_lock(&p->lock);
     m->total = p->total;
     m->creating = p->creating;
-    pthread_mutex_unlock(&p->lock);
-    m->waiters = atomic_load(&p->waiters);
-    m->min_size = p->o.min_size;
+    m->min_size = p->o.min_size; /* tether_pool_resize changes them */
     m->max_size = p->o.max_size;
+    pthread_mutex_unlock(&p->lock);
+    m->waiters = tether__pool_queued(p);
+    m->paused = atomic_load(&p->paused);
+    tether__pool_held_ages(p, &m->held, &m->held_oldest_ms, &m->held_median_ms);
+    m->evicted = atomic_load(&p->evicted);
+    m->reconnects = atomic_load(&p->reconnects);
     m->created = atomic_load(&p->created);
     m->connect_failures = atomic_load(&p->connect_failures);
     _Atomic uint64_t *c = p->closed;
@@ -87,6 +104,7 @@ static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     m->probe_failures = atomic_load(&p->probe_failures);
     m->connects_cut = atomic_load(&p->connects_cut);
     route_metrics(p->route, m);
+    disc_metrics(p, m);
 }
 
 /* ---- Prometheus text format --------------------------------------------- */
@@ -154,6 +172,16 @@ static void gauges(out *o, const char *l, const tether_pool_metrics *m) {
          (double)m->breaker_blocked_ms / 1000.0);
     metric(o, "probing", "gauge", "1 while the pool's probe connects.");
     emit(o, "tether_pool_probing{pool=\"%s\"} %d\n", l, m->probing);
+    metric(o, "paused", "gauge", "1 while the pool is paused.");
+    emit(o, "tether_pool_paused{pool=\"%s\"} %d\n", l, m->paused);
+    metric(o, "held_oldest_seconds", "gauge",
+           "Age of the oldest lease held (0: none).");
+    emit(o, "tether_pool_held_oldest_seconds{pool=\"%s\"} %.3f\n", l,
+         (double)m->held_oldest_ms / 1000.0);
+    metric(o, "held_median_seconds", "gauge",
+           "Median age of the leases held (0: none).");
+    emit(o, "tether_pool_held_median_seconds{pool=\"%s\"} %.3f\n", l,
+         (double)m->held_median_ms / 1000.0);
     metric(o, "txn_reserved", "gauge",
            "Connections reserved to an open transaction's key.");
     emit(o, "tether_pool_txn_reserved{pool=\"%s\"} %d\n", l, m->txn_reserved);
@@ -202,6 +230,10 @@ static void counters(out *o, const char *l, const tether_pool_metrics *m,
     counter(o, l, "stale_releases_total",
             "Releases and discards refused: the lease was already ended.",
             m->stale_releases);
+    counter(o, l, "evicted_total",
+            "Idle connections closed by evict, pause or shrink.", m->evicted);
+    counter(o, l, "reconnects_total", "Rolling reconnects started.",
+            m->reconnects);
     counter(o, l, "txn_reservations_total",
             "Keyed releases that reserved their connection to the key.",
             m->txn_reservations);
@@ -214,6 +246,23 @@ static void counters(out *o, const char *l, const tether_pool_metrics *m,
     counter(o, l, "txn_rolled_back_total",
             "Releases without a key that found a transaction open.",
             m->txn_rolled_back);
+    { /* discovery from Patroni: 0 and -1 without it */
+        counter(o, l, "patroni_requests_total",
+                "Patroni REST calls made (GET /cluster).", m->patroni_requests);
+        counter(o, l, "patroni_failures_total",
+                "Patroni REST calls that failed or gave a bad answer.",
+                m->patroni_failures);
+        counter(o, l, "patroni_kicks_total",
+                "Patroni refreshes asked for by a trigger.", m->patroni_kicks);
+        metric(o, "patroni_members", "gauge",
+               "Members in the Patroni list last known.");
+        emit(o, "tether_pool_patroni_members{pool=\"%s\"} %d\n", l,
+             m->patroni_members);
+        metric(o, "patroni_age_seconds", "gauge",
+               "Since the Patroni list last known came (-1: none ever).");
+        emit(o, "tether_pool_patroni_age_seconds{pool=\"%s\"} %g\n", l,
+             m->patroni_age_ms < 0 ? -1.0 : (double)m->patroni_age_ms / 1e3);
+    }
     if (!r) /* read/write routing: on routing pools only */
         return;
     counter(o, l, "reads_standby_total",

@@ -95,6 +95,9 @@ static const tether__keydef pool_keys_defs[] = {
                      100000, "connections kept open"),
     TETHER__KD_RANGE("tether_pool_max", TETHER__KD_INT, OPT(max_size), 1,
                      100000, "the most connections"),
+    TETHER__KD_RANGE("tether_pool_max_limit", TETHER__KD_INT,
+                     OPT(max_size_limit), 0, 100000,
+                     "the most tether_pool_resize may raise the maximum to"),
     TETHER__KD("tether_pooling", TETHER__KD_BOOL, PK(pooling),
                "off: a pool of one connection"),
     TETHER__KD("tether_acquire_timeout", TETHER__KD_MS, OPT(acquire_timeout_ms),
@@ -183,6 +186,11 @@ static int keys_check(const tether__conninfo *ci, pool_keys *k,
                               "connection string: tether_pool_min (%d) is "
                               "above tether_pool_max (%d)",
                               k->o.min_size, k->o.max_size);
+    if (rc == 0 && k->o.max_size_limit && k->o.max_size_limit < k->o.max_size)
+        rc = tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
+                              "connection string: tether_pool_max_limit (%d) "
+                              "is below tether_pool_max (%d)",
+                              k->o.max_size_limit, k->o.max_size);
     if (rc == 0 && !k->pooling && k->o.min_size > 1)
         rc = tether_error_set(err, TETHER_ESPEC, TETHER_CLASS_PERMANENT,
                               "connection string: tether_pool_min (%d) with "
@@ -203,7 +211,7 @@ int tether__pool_keys_from(const tether__conninfo *ci, pool_keys *k,
     if (rc == 0)
         rc = keys_check(ci, k, err);
     if (!k->pooling)
-        k->o.max_size = 1;
+        k->o.max_size = k->o.max_size_limit = 1;
     k->o.reset_query = k->reset_query;
     k->o.name = k->name;
     return rc;
@@ -294,11 +302,16 @@ static int open_read_side(tether_pool *w, const tether__conninfo *ci,
     if (k->route.read_max)
         o.max_size = k->route.read_max;
     o.min_size = TETHER__MIN(o.min_size, o.max_size);
+    if (o.max_size_limit) /* tether_pool_max_limit bounds both sides */
+        o.max_size_limit = TETHER__MAX(o.max_size_limit, o.max_size);
     tether_pool *r = NULL;
     static const char *const extra[] = {"target_session_attrs", "standby",
                                         "tether_strategy", "random", NULL};
     int rc =
         open_side(&r, ci, extra, &o, k->drain_ms, on_event, event_ctx, err);
+    if (rc == 0) /* Patroni's list: replicas within the bound only */
+        tether__connector_set_lag_bytes(r->own_connector,
+                                        k->route.max_lag_bytes);
     return rc ? rc : tether__route_attach(w, r, &k->route, err);
 }
 

@@ -61,6 +61,10 @@ static int check_opts(const tether_pool_opts *o, tether_error *err) {
                                 "pool: a driver or a connector is required");
     if (o->max_size < 1 || o->max_size > 100000)
         return bad_opt(err, "max_size", o->max_size, "want 1..100000");
+    if (o->max_size_limit != 0 &&
+        (o->max_size_limit < o->max_size || o->max_size_limit > 100000))
+        return bad_opt(err, "max_size_limit", o->max_size_limit,
+                       "want 0 (max_size) or max_size..100000");
     if (o->min_size < 0 || o->min_size > o->max_size)
         return bad_opt(err, "min_size", o->min_size, "want 0..max_size");
     if (o->max_creating < 1)
@@ -161,7 +165,7 @@ static int alloc_pool(tether_pool **out, const tether_pool_opts *o,
                                 NULL);
     memset(p, 0, sizeof(*p));
     p->o = *o;
-    p->nslots = o->max_size;
+    p->nslots = TETHER__MAX(o->max_size, o->max_size_limit);
     size_t bytes = sizeof(tether__slot) * (size_t)p->nslots;
     p->slots = tether__aligned_alloc(64, bytes);
     p->conninfo = dup_or_null(o->conninfo);
@@ -307,6 +311,8 @@ void tether__pool_discard(tether_pool *p, tether__slot *s, close_reason why) {
     pthread_mutex_lock(&p->lock);
     slot_set(s, SLOT_FREE, 0);
     p->total--;
+    if (atomic_load_explicit(&p->slow, memory_order_relaxed))
+        tether__pool_slow_locked(p); /* back within max_size (ops.c) */
     if (!atomic_load(&p->closing))
         tether__pool_grant_locked(p);
     pthread_cond_broadcast(&p->drained);
@@ -422,10 +428,12 @@ int tether__pool_connect_reserved(tether_pool *p, int permit, int64_t budget_ms,
     if (rc != 0) {
         if (probe)
             atomic_fetch_add(&p->probe_failures, 1);
-        if (cut)
+        if (cut) {
             atomic_fetch_add(&p->connects_cut, 1);
-        else if (rc != TETHER_EOPEN)
+        } else if (rc != TETHER_EOPEN) {
             atomic_fetch_add(&p->connect_failures, 1);
+            atomic_store(&p->last_fail_ns, tether__mono_ns());
+        }
         return rc;
     }
     slot_take_lease(s, SLOT_CREATING);
@@ -457,6 +465,18 @@ int tether__pool_create_reserved(tether_pool *p, int64_t budget_ms,
                    atomic_load(&p->probing)
                ? TETHER__EPROBING
                : rc;
+}
+
+/* ---- runtime control's slow mode (ops.c) --------------------------------
+ */
+
+void tether__pool_slow_locked(tether_pool *p) {
+    int want = atomic_load(&p->paused) || p->total > p->o.max_size;
+    if (want == atomic_load(&p->slow))
+        return;
+    atomic_store(&p->slow, want);
+    atomic_fetch_add(&p->waiters,
+                     want ? TETHER__SLOW_BIAS : -TETHER__SLOW_BIAS);
 }
 
 /* ---- clear and close ----------------------------------------------------- */

@@ -120,6 +120,19 @@ struct tether_pool {
      * the tick's deadline check (written by the wait queue, lock held). */
     _Atomic int queued_no_thread;
 
+    /* Runtime control (ops.c; docs/pool.md, "Operating a pool at
+     * runtime"). slow is 1 while the pool is paused or holds more
+     * connections than max_size (after a shrink), and then waiters carries
+     * TETHER__SLOW_BIAS: the fast path, which reads waiters anyway, takes
+     * the slow path, and every release goes through the hand-over
+     * (tether__waitq_handoff), which holds connections back while paused
+     * and closes those above max_size. Written under lock
+     * (tether__pool_slow_locked). */
+    _Atomic int slow;
+    _Atomic int paused;
+    _Atomic int64_t last_fail_ns; /* the last failed connect (mono) */
+    _Atomic uint64_t pauses, evicted, reconnects, resizes;
+
     /* Owned by the layers above, which the pool never calls: the
      * housekeeper's subscription to the core ticker (housekeeper.c), and
      * the non-blocking acquires (cq.c), guarded by lock: every entry of
@@ -138,6 +151,31 @@ struct tether_pool {
     _Atomic uint64_t create_hist[TETHER_HIST_BUCKETS];
     _Atomic uint64_t create_sum_us;
 };
+
+/* What waiters carries on top of the queued callers while p->slow. */
+#define TETHER__SLOW_BIAS (1 << 30) /* above max_waiters' bound */
+
+/* tether__pool_queued returns how many callers wait in p's queue. */
+static inline int tether__pool_queued(tether_pool *p) {
+    return atomic_load(&p->waiters) % TETHER__SLOW_BIAS;
+}
+
+/* tether__pool_slow_locked sets p->slow (and the bias in waiters) to
+ * whether p is paused or above max_size (lock held; pool.c, for ops.c). */
+void tether__pool_slow_locked(tether_pool *p);
+
+/* tether__pool_exhausted fills err for an acquire that waited waited_ms
+ * in vain (TETHER_ETIMEDOUT, class throttled, not sent), saying who holds
+ * the connections, who waits and what blocked creation (held.c; docs/pool.md,
+ * "When the pool is exhausted"). locked: the caller holds p's lock.
+ * Returns the code. */
+int tether__pool_exhausted(tether_pool *p, int64_t waited_ms, tether_error *err,
+                           int locked);
+
+/* tether__pool_held_ages stores how many leases p holds now (*n), the
+ * age of the oldest and the median age in ms (0 when none; held.c). */
+void tether__pool_held_ages(tether_pool *p, int *n, int64_t *oldest,
+                            int64_t *median);
 
 /* The fast path's fields fill the first line and no more. */
 _Static_assert(offsetof(struct tether_pool, nslots) == 64,

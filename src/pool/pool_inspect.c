@@ -4,7 +4,7 @@
 #include "waitq.h"
 
 int tether__pool_inspect_waiters(tether_pool *p) {
-    return atomic_load(&p->waiters);
+    return tether__pool_queued(p);
 }
 
 int tether__pool_inspect_age_head(tether_pool *p, int64_t ms) {

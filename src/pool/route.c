@@ -177,8 +177,10 @@ static int on_standby(route_ctx *c, const tether_attempt *a,
     put_back(rp, s, rc);
     if (rc != TETHER_EREADONLY)
         return rc;
-    /* A write sent as read-only: the standby refused it, nothing happened. */
+    /* A write sent as read-only: the standby refused it, nothing happened.
+     * Patroni's list is asked again (docs/patroni.md, "Refresh"). */
     atomic_fetch_add_explicit(&r->reroutes, 1, memory_order_relaxed);
+    tether__connector_kick(rp->o.connector);
     tether__log(rp->o.log, rp->o.log_ctx, TETHER_LOG_WARN,
                 "pool %s: TETHER_READONLY work was refused as a write by a "
                 "standby; re-running it on the primary",

@@ -36,6 +36,8 @@ TETHER__HOT static tether__slot *take_idle_slot(tether_pool *p, unsigned *v) {
 }
 
 tether__slot *tether__pool_take_idle(tether_pool *p) {
+    if (atomic_load_explicit(&p->paused, memory_order_relaxed))
+        return NULL; /* the slow path hands nothing out (ops.c) */
     unsigned v;
     return take_idle_slot(p, &v);
 }

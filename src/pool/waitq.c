@@ -128,6 +128,8 @@ static void await_probe_locked(tether_pool *p, int64_t blocked_ms) {
  * the connect breaker blocks (a throttled or dead server): waiters then
  * wait for a release, or with none out for the breaker's probe. */
 static void grant_capacity_locked(tether_pool *p) {
+    if (atomic_load_explicit(&p->paused, memory_order_relaxed))
+        return; /* nothing is handed out: resume grants (ops.c) */
     if (p->head && p->total < p->o.max_size) {
         int64_t blocked = breaker_blocked_ms(p);
         if (blocked > 0) {
@@ -148,7 +150,10 @@ static void grant_capacity_locked(tether_pool *p) {
 }
 
 int tether__waitq_overdue_slow(tether_pool *p) {
-    if (p->o.barge_limit_us == 0)
+    /* paused or above max_size: every acquire and release takes the slow
+     * path (ops.c) */
+    if (p->o.barge_limit_us == 0 ||
+        atomic_load_explicit(&p->slow, memory_order_relaxed))
         return 1;
     int64_t since =
         atomic_load_explicit(&p->head_since_ns, memory_order_relaxed);
@@ -182,6 +187,20 @@ static int housekept(const tether_pool *p) {
  * throughput (docs/pool.md). */
 int tether__waitq_handoff(tether_pool *p, tether__slot *s) {
     pthread_mutex_lock(&p->lock);
+    if (atomic_load_explicit(&p->slow, memory_order_relaxed)) {
+        /* Runtime control (ops.c): paused, the connection is left idle
+         * for the resume; above max_size, it is closed. */
+        if (atomic_load_explicit(&p->paused, memory_order_relaxed)) {
+            pthread_mutex_unlock(&p->lock);
+            return -1;
+        }
+        if (p->total > p->o.max_size) {
+            pthread_mutex_unlock(&p->lock);
+            atomic_fetch_add(&p->evicted, 1);
+            tether__pool_discard(p, s, CLOSE_IDLE);
+            return 1;
+        }
+    }
     tether__waiter *w = p->head;
     int rc = w ? (head_takes(p, w, s) ? 1 : -1) : 0;
     if (rc > 0) {
@@ -233,7 +252,7 @@ void tether__pool_grant_due(tether_pool *p) {
 }
 
 void tether__pool_serve_head(tether_pool *p) {
-    if (!tether__waitq_overdue(p))
+    if (!tether__waitq_overdue(p) || atomic_load(&p->paused))
         return;
     pthread_mutex_lock(&p->lock);
     tether__slot *want = p->head ? (tether__slot *)p->head->last : NULL;
@@ -277,6 +296,8 @@ static void unreserve(tether_pool *p) {
  * can come back). A connection it declines is left idle. */
 static tether__slot *head_look(tether_pool *p, const tether__waiter *w) {
     tether__slot *last = (tether__slot *)w->last;
+    if (atomic_load_explicit(&p->paused, memory_order_relaxed))
+        return NULL; /* nothing is handed out while paused (ops.c) */
     if (last && slot_take_idle(last))
         return last;
     tether__slot *s = tether__pool_take_idle(p);
@@ -395,6 +416,8 @@ static int wait_turn(acq *a, tether__slot **got) {
 static int arrive_locked(tether_pool *p, int no_create, int64_t deadline_ns,
                          int64_t *blocked_ms) {
     *blocked_ms = 0;
+    if (atomic_load_explicit(&p->paused, memory_order_relaxed))
+        return ARRIVE_QUEUE; /* until the resume or the deadline (ops.c) */
     /* no_create (wait for a release) holds only while one may come. */
     int room = p->total < p->o.max_size && p->creating < p->o.max_creating &&
                (!no_create || p->total == 0);
@@ -452,8 +475,8 @@ static int slow_round(acq *a, tether__slot **got) {
  * why), in the room the message has. */
 static int probing_timed_out(tether_pool *p, int64_t waited_ms,
                              const tether_error *last, tether_error *err) {
-    int rc = tether_error_set(
-        err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
+    int rc = tether_error_set_not_sent(
+        err, TETHER_ETIMEDOUT, TETHER_CLASS_THROTTLED,
         "pool %s: no connection within %lld ms; probing for %lld ms, last "
         "failure: %s",
         p->name, (long long)waited_ms,
@@ -466,36 +489,19 @@ static int probing_timed_out(tether_pool *p, int64_t waited_ms,
     return rc;
 }
 
-int tether__pool_timed_out(tether_pool *p, int64_t waited_ms,
-                           tether_error *err) {
+int tether__pool_timed_out(tether_pool *p, int64_t waited_ms, tether_error *err,
+                           int locked) {
     atomic_fetch_add(&p->timeouts, 1);
     tether_error last;
     if (err && atomic_load(&p->probing) && p->breaker &&
         tether__breaker_last(p->breaker, &last))
         return probing_timed_out(p, waited_ms, &last, err);
-    char probe[96] = "";
-    if (atomic_load(&p->probing))
-        snprintf(
-            probe, sizeof(probe),
-            "; the breaker's probe has been connecting for %lld ms",
-            (long long)((tether__mono_ns() - p->probe_start_ns) / 1000000));
-    int txn = atomic_load(&p->txn_reserved);
-    char held[128] = ""; /* docs/pool.md, "Transactions across acquires" */
-    if (txn > 0)
-        snprintf(held, sizeof(held),
-                 "; %d of %d connections are reserved by open transactions "
-                 "(keyed leases released mid-transaction)",
-                 txn, p->o.max_size);
-    return tether_error_set(
-        err, TETHER_ETIMEDOUT, TETHER_CLASS_TRANSIENT,
-        "pool %s: no connection within %lld ms (%d in use, %d waiting%s%s)",
-        p->name, (long long)waited_ms, p->total, atomic_load(&p->waiters),
-        probe, held);
+    return tether__pool_exhausted(p, waited_ms, err, locked);
 }
 
 static int timed_out(acq *a) {
     return tether__pool_timed_out(
-        a->p, (a->deadline_ns - a->start_ns) / 1000000, a->err);
+        a->p, (a->deadline_ns - a->start_ns) / 1000000, a->err, 0);
 }
 
 static int acquire_slow(acq *a, tether__slot **out) {

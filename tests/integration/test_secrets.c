@@ -24,6 +24,11 @@
  * backend may be held by two callers at once, and a wrong password never
  * gets a connection, even with the same user's pool full of good ones.
  *
+ * The third part rotates a role's password (on the server and in its
+ * passfile) under a running pool and checks that tether_pool_reconnect
+ * replaces every connection by one made with the new password, and that
+ * the exhausted pool's message holds no password.
+ *
  * Environment (from pg-cluster run): PGC_HOST, PRIMARY_PORT, PGC_USER,
  * PGC_PASSWORD, PGC_DB, PGC_CTL, PGC_DIR. */
 /* cmocka.h needs these headers first, in this order. */
@@ -58,6 +63,10 @@
 #define PW_A "Sp4ce-S3cr3t"
 #define PW_B "H4lf_Tw0"
 #define ROLE2 "tether2"
+/* A role whose password is rotated under a running pool. */
+#define ROLE3 "tether3"
+#define PW3_OLD "Old-R0tated-Pa55"
+#define PW3_NEW "New-R0tated-Pa55"
 
 static struct {
     const char *host, *user, *password, *db;
@@ -539,6 +548,95 @@ static void test_pool_paths(void **state) {
     scan_capture("pools", 15);
 }
 
+/* ---- a rolling reconnect after a password change (docs/pool.md,
+ * "Operating a pool at runtime") ------------------------------------------ */
+
+static void write_passfile(const char *path, const char *pw) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "*:*:*:%s:%s\n", ROLE3, pw);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* The backend's pid and user of l's connection ("pid user"). */
+static void backend_of(tether_lease *l, char *buf, size_t cap) {
+    PGresult *r =
+        PQexec(tether_pq_conn(l), "SELECT pg_backend_pid(), current_user");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK)
+        fail_msg("backend_of: %s", PQresultErrorMessage(r));
+    snprintf(buf, cap, "%s %s", PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1));
+    PQclear(r);
+}
+
+/* The password is rotated on the server and in the passfile while a pool
+ * holds connections: they live on (authentication happens at connect),
+ * and tether_pool_reconnect replaces each one, the idle at once and the
+ * leased one at its release, by a connection made with the new password.
+ * The exhausted pool's message names no password. */
+static void test_reconnect_after_password_change(void **state) {
+    (void)state;
+    char pf[] = "/tmp/tether-passfile-XXXXXX";
+    int fd = mkstemp(pf);
+    assert_true(fd >= 0);
+    close(fd); /* mkstemp made it 0600, as libpq wants */
+    write_passfile(pf, PW3_OLD);
+    char ci[1024];
+    snprintf(ci, sizeof(ci),
+             "host=%s port=%d user=" ROLE3 " dbname=%s passfile=%s "
+             "tether_pool_max=2 tether_pool_name=rotated "
+             "tether_leak_threshold=1h",
+             env.host, env.port, env.db, pf);
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    if (tether_pool_open(&p, ci, on_event, "pool-event", &err) != 0)
+        fail_msg("%s", err.message);
+    tether_lease *l1 = NULL, *l2 = NULL, *l = NULL;
+    char b1[64], b2[64], b[64];
+    assert_int_equal(tether_pool_acquire(p, 5000, &l1, &err), 0);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l2, &err), 0);
+    backend_of(l1, b1, sizeof(b1));
+    backend_of(l2, b2, sizeof(b2));
+    tether_lease_release(l1); /* idle; l2 stays leased */
+    superuser_sql("ALTER ROLE " ROLE3 " PASSWORD '" PW3_NEW "';\n");
+    write_passfile(pf, PW3_NEW);
+    /* No reconnect yet: the old session is reused. */
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    backend_of(l, b, sizeof(b));
+    assert_string_equal(b, b1);
+    tether_lease_release(l);
+    assert_int_equal(tether_pool_reconnect(p), 0);
+    backend_of(l2, b, sizeof(b)); /* the leased one works until released */
+    assert_string_equal(b, b2);
+    tether_lease_release(l2);
+    /* Both connections now are new ones, made with the new password. */
+    assert_int_equal(tether_pool_acquire(p, 5000, &l1, &err), 0);
+    assert_int_equal(tether_pool_acquire(p, 5000, &l2, &err), 0);
+    backend_of(l1, b, sizeof(b));
+    assert_string_not_equal(b, b1);
+    assert_string_not_equal(b, b2);
+    assert_non_null(strstr(b, " " ROLE3));
+    backend_of(l2, b, sizeof(b));
+    assert_string_not_equal(b, b1);
+    assert_string_not_equal(b, b2);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(p, &m);
+    assert_int_equal(m.reconnects, 1);
+    assert_int_equal(m.closed_cleared, 2);
+    /* Exhausted: the message names the site, and no password. */
+    int rc = tether_pool_acquire(p, 100, &l, &err);
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    assert_int_equal(err.cls, TETHER_CLASS_THROTTLED);
+    assert_non_null(strstr(err.message, "pool rotated: no connection"));
+    assert_non_null(strstr(err.message, "test_secrets.c:"));
+    capture_err("pool-exhausted", rc, &err);
+    capture_metrics("prometheus-rotated", p);
+    tether_lease_release(l1);
+    tether_lease_release(l2);
+    tether_pool_destroy(p);
+    unlink(pf);
+    scan_capture("reconnect", 2);
+}
+
 /* ---- the registry: errors and eviction messages ----------------------- */
 
 static void test_registry_paths(void **state) {
@@ -831,10 +929,14 @@ int main(void) {
     secrets[nsecrets++] = PW_B;
     secrets[nsecrets++] = env.password;
     secrets[nsecrets++] = "S3cr3t%2DPa55"; /* PW percent-encoded */
+    secrets[nsecrets++] = PW3_OLD;
+    secrets[nsecrets++] = PW3_NEW;
     tether_set_log(log_sink, "process-log", TETHER_LOG_DEBUG);
     /* A second login role; the database's CONNECT is PUBLIC's. */
     superuser_sql("DROP ROLE IF EXISTS " ROLE2 ";\n"
-                  "CREATE ROLE " ROLE2 " LOGIN PASSWORD '" PW "';\n");
+                  "CREATE ROLE " ROLE2 " LOGIN PASSWORD '" PW "';\n"
+                  "DROP ROLE IF EXISTS " ROLE3 ";\n"
+                  "CREATE ROLE " ROLE3 " LOGIN PASSWORD '" PW3_OLD "';\n");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_scanner_finds_a_planted_secret,
                                empty_capture),
@@ -844,6 +946,8 @@ int main(void) {
         cmocka_unit_test_setup(test_registry_paths, empty_capture),
         cmocka_unit_test_setup(test_registry_template_names, empty_capture),
         cmocka_unit_test_setup(test_two_credentials_never_share, empty_capture),
+        cmocka_unit_test_setup(test_reconnect_after_password_change,
+                               empty_capture),
     };
     int rc = cmocka_run_group_tests_name("secrets", tests, NULL, NULL);
     tether_set_log(NULL, NULL, TETHER_LOG_ERROR);

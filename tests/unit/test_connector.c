@@ -779,6 +779,29 @@ static void test_default_pause_by_outcome(void **state) {
 
 /* Each reason with the sim driver: refused, timed out, too many
  * connections, login rejected; every host named, never the password. */
+/* tether_patroni in a build without Patroni support (TETHER_PATRONI off,
+ * or libcurl/json-c not found) is a clear TETHER_ESPEC; in a build with
+ * it, a bad URL is (docs/patroni.md, "Build"). */
+static void test_patroni_keyword(void **state) {
+    (void)state;
+    tether_connector_opts o;
+    tether_connector_opts_init(&o);
+    o.driver = &fake;
+    o.conninfo = "host=p1 tether_patroni=http://127.0.0.1:1";
+    tether_connector *c = NULL;
+    tether_error err = {0};
+#ifdef TETHER_HAVE_PATRONI
+    o.conninfo = "host=p1 tether_patroni=gopher://127.0.0.1:1";
+    assert_int_equal(tether_connector_create(&c, &o, &err), TETHER_ESPEC);
+    assert_non_null(strstr(err.message, "bad value for tether_patroni"));
+#else
+    assert_int_equal(tether_connector_create(&c, &o, &err), TETHER_ESPEC);
+    assert_non_null(strstr(err.message, "tether_patroni: this tether was "
+                                        "built without Patroni support"));
+#endif
+    assert_null(c);
+}
+
 static void test_error_reasons_sim(void **state) {
     (void)state;
     NEEDS_PQ_KEYWORDS();
@@ -1019,6 +1042,7 @@ int main(void) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_race_staggered, setup, teardown),
         cmocka_unit_test_setup_teardown(test_provisioning, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_patroni_keyword, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sequential_provisioning, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sequential_provisioning_default,

@@ -460,9 +460,9 @@ static void test_kinds(void **state) {
     int npool = 0;
     for (size_t i = 0; (k = tether__conninfo_keyword(TETHER__KW_POOL, i)); i++)
         npool += strncmp(k, "tether_", 7) == 0;
-    assert_int_equal(npool, 23); /* 15 + 5 of read/write routing + drain
-                                  + txn_reserve_timeout + the admin
-                                  socket's (src/admin) */
+    assert_int_equal(npool, 24); /* 15 + 5 of read/write routing + drain
+                                  + txn_reserve_timeout + pool_max_limit
+                                  + the admin socket's (src/admin) */
 }
 
 /* rank: the order tether__keyword_at lists the kinds in. */
@@ -508,8 +508,9 @@ static void test_keyword_list(void **state) {
     }
     assert_true(seen_host && seen_pool_max);
     assert_true(libpq > 15);
-    assert_int_equal(n - libpq, 3 + 9 + 23); /* endpoint, connector, pool
-                                                (the admin socket's too) */
+    /* endpoint, connector, discovery (src/discovery), pool (the admin
+     * socket's too) */
+    assert_int_equal(n - libpq, 3 + 9 + 3 + 24);
     assert_int_equal(tether__keyword_at((size_t)n, &kw), -1);
     /* The public list is the same one. */
     tether_keyword pub;

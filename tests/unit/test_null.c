@@ -233,6 +233,14 @@ static void pool(void) {
     EXPECT_EINVAL(tether_pool_run_for(NULL, 0, 10, work, NULL, &e), e, "NULL");
     EXPECT(tether_lease_handle(NULL) == NULL);
     tether_pool_clear(NULL);
+    EXPECT_EINVAL(tether_pool_resize(NULL, 0, 1, &e), e, "NULL");
+    EXPECT(tether_pool_pause(NULL, TETHER_PAUSE_CLOSE_IDLE) == TETHER_EINVAL);
+    EXPECT(tether_pool_resume(NULL) == TETHER_EINVAL);
+    EXPECT(tether_pool_paused(NULL) == 0);
+    EXPECT(tether_pool_evict_idle(NULL) == 0);
+    EXPECT(tether_pool_reconnect(NULL) == TETHER_EINVAL);
+    tether_pool_holder h[2];
+    EXPECT(tether_pool_holders(NULL, h, 2) == 0);
     tether_pool_metrics m;
     memset(&m, 0xff, sizeof(m));
     tether_pool_metrics_get(NULL, &m);

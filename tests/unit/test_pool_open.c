@@ -27,7 +27,7 @@ static void test_maps_pool_keys(void **state) {
             "tether_acquire_timeout=3s tether_idle_timeout=1m "
             "tether_max_lifetime=10m tether_validate_idle=250ms "
             "tether_probe_idle=0 tether_barge_limit_us=2500 "
-            "tether_max_waiters=6000 "
+            "tether_max_waiters=6000 tether_pool_max_limit=32 "
             "tether_leak_threshold=30s tether_reset_query='DISCARD ALL' "
             "tether_drain_timeout=250ms "
             "tether_retry='fixed base=10ms attempts=7' "
@@ -44,6 +44,7 @@ static void test_maps_pool_keys(void **state) {
     assert_int_equal(k.o.probe_idle_ms, 0);
     assert_int_equal(k.o.barge_limit_us, 2500);
     assert_int_equal(k.o.max_waiters, 6000);
+    assert_int_equal(k.o.max_size_limit, 32);
     assert_int_equal(k.o.leak_threshold_ms, 30000);
     assert_string_equal(k.o.reset_query, "DISCARD ALL");
     assert_int_equal(k.drain_ms, 250);
@@ -186,6 +187,10 @@ static void test_bad_values(void **state) {
     expect_open_error("host=a tether_pool_min=9 tether_pool_max=2",
                       "tether_pool_min (9) is above tether_pool_max (2)");
     expect_open_error("host=a tether_pool_max=0", "tether_pool_max");
+    expect_open_error("host=a tether_pool_max=8 tether_pool_max_limit=4",
+                      "tether_pool_max_limit (4) is below tether_pool_max (8)");
+    expect_open_error("host=a tether_pool_max_limit=100001",
+                      "tether_pool_max_limit");
     expect_open_error("host=a tether_pooling=maybe", "tether_pooling");
     expect_open_error("host=a tether_drain_timeout=fast",
                       "bad value \"fast\" for tether_drain_timeout");

@@ -409,6 +409,37 @@ static void test_keywords(void **state) {
     tether__pool_keys_free(&k);
 }
 
+/* Pause, resume, evict and reconnect of a routing pool act on its read
+ * side too (docs/pool.md, "Operating a pool at runtime"). */
+static void test_runtime_control_reaches_read_side(void **state) {
+    (void)state;
+    fixture f;
+    setup_route(&f, NULL, -1);
+    tether_pool *r = tether_pool_read_side(f.pool);
+    assert_non_null(r);
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(r, 1000, &l, &err), 0);
+    tether_lease_release(l); /* one idle standby connection */
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &l, &err), 0);
+    tether_lease_release(l); /* one idle primary connection */
+    assert_int_equal(tether_pool_pause(f.pool, 0), 0);
+    assert_int_equal(tether_pool_paused(r), 1);
+    assert_int_equal(tether_pool_acquire(r, 20, &l, &err), TETHER_ETIMEDOUT);
+    assert_non_null(strstr(err.message, "paused"));
+    assert_int_equal(tether_pool_resume(f.pool), 0);
+    assert_int_equal(tether_pool_paused(r), 0);
+    assert_int_equal(tether_pool_evict_idle(f.pool), 2); /* one on each */
+    assert_int_equal(tether_pool_acquire(r, 1000, &l, &err), 0);
+    tether_lease_release(l);
+    assert_int_equal(tether_pool_reconnect(f.pool), 0);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(r, &m);
+    assert_int_equal(m.reconnects, 1);
+    assert_int_equal(m.idle, 0);
+    teardown(&f);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reads_to_standby_writes_to_primary),
@@ -420,6 +451,7 @@ int main(void) {
         cmocka_unit_test(test_close_both_sides_in_one_wait),
         cmocka_unit_test(test_unrouted_pool_ignores_readonly),
         cmocka_unit_test(test_keywords),
+        cmocka_unit_test(test_runtime_control_reaches_read_side),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
