@@ -531,6 +531,24 @@ static int disc_changed(run *r) {
     return changed;
 }
 
+/* pause_pass waits between two passes. With discovery on the real clock,
+ * a new list from Patroni (a new leader) ends the pause at once and the
+ * next pass goes over it (docs/patroni.md, "Refresh"). */
+static void pause_pass(run *r, tether_schedule *s, int64_t delay_ms) {
+    tether__disc *d = r->c->disc;
+    if (!d || r->c->o.clock) {
+        r->clock->sleep_ns(r->clock->ctx, delay_ms * TETHER__NS_PER_MS);
+        return;
+    }
+    uint64_t have = tether__disc_view(d, 0, NULL, NULL);
+    if (tether__disc_wait(d, have, delay_ms) != have &&
+        r->c->cfg.strategy != TETHER_STRATEGY_MIRRORING &&
+        r->c->cfg.strategy != TETHER_STRATEGY_STREAMING && disc_changed(r)) {
+        make_order(r);
+        tether_schedule_provisioned(s, 1, r->n);
+    }
+}
+
 /* Give up: the fallback if a prefer-* target left one, else the error. */
 static int finish(run *r, void **conn, tether_error *err) {
     if (r->fallback) {
@@ -637,7 +655,7 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
         r->reached = r->busy = r->full = r->skipped = 0;
         tether__connector_event(r->c, 0, NULL, TETHER_PHASE_PAUSE, NULL, 0,
                                 now_ms(r) - r->start_ms, st.delay_ms);
-        r->clock->sleep_ns(r->clock->ctx, st.delay_ms * TETHER__NS_PER_MS);
+        pause_pass(r, s, st.delay_ms);
     }
 }
 

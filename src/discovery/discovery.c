@@ -197,7 +197,8 @@ struct tether__disc {
     pthread_t thread;
     int started;
     pthread_mutex_t lock; /* all below; never held over a REST call */
-    pthread_cond_t cond;  /* CLOCK_MONOTONIC */
+    pthread_cond_t cond;  /* CLOCK_MONOTONIC: the refresher's wake */
+    pthread_cond_t news;  /* CLOCK_MONOTONIC: a new list (gen moved) */
     _Atomic int stop;
     int kicked, first_done, state;
     int64_t last_ms; /* when the last refresh began; -1 never */
@@ -244,6 +245,7 @@ static void took(tether__disc *d, const tether__member *m, int n, int url) {
         memcpy(d->members, m, sizeof(*m) * (size_t)n);
         d->n = n;
         d->gen++;
+        pthread_cond_broadcast(&d->news); /* connects in a pause */
     }
     int was = d->state;
     d->state = ST_OK;
@@ -370,6 +372,7 @@ static void destroy(tether__disc *d) {
         pthread_mutex_unlock(&d->lock);
         pthread_join(d->thread, NULL);
         pthread_cond_destroy(&d->cond);
+        pthread_cond_destroy(&d->news);
         pthread_mutex_destroy(&d->lock);
     }
     tether__free(d->urls);
@@ -413,9 +416,11 @@ static int make(const tether__disc_cfg *cfg, tether_log_fn log, void *log_ctx,
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->cond, &ca);
+    pthread_cond_init(&d->news, &ca);
     pthread_condattr_destroy(&ca);
     if (pthread_create(&d->thread, NULL, run, d)) {
         pthread_cond_destroy(&d->cond);
+        pthread_cond_destroy(&d->news);
         pthread_mutex_destroy(&d->lock);
         tether__free(d->urls);
         tether__free(d->split);
@@ -498,6 +503,28 @@ uint64_t tether__disc_view(tether__disc *d, uint64_t have, tether__member *out,
         memcpy(out, d->members, sizeof(*out) * (size_t)d->n);
         *n = d->n;
     }
+    pthread_mutex_unlock(&d->lock);
+    return gen;
+}
+
+uint64_t tether__disc_wait(tether__disc *d, uint64_t have, int64_t ms) {
+    if (!d || !d->started) { /* no thread: no news can come */
+        if (ms > 0)
+            tether_clock_real()->sleep_ns(NULL, ms * TETHER__NS_PER_MS);
+        return d ? tether__disc_view(d, have, NULL, NULL) : 0;
+    }
+    int64_t until = mono_ms() + (ms > 0 ? ms : 0);
+    pthread_mutex_lock(&d->lock);
+    while (d->gen == have && !atomic_load(&d->stop) && mono_ms() < until) {
+#ifdef DISC_PATRONI
+        struct timespec ts;
+        abs_time(until, &ts);
+        pthread_cond_timedwait(&d->news, &d->lock, &ts);
+#else
+        break;
+#endif
+    }
+    uint64_t gen = d->gen;
     pthread_mutex_unlock(&d->lock);
     return gen;
 }

@@ -114,6 +114,11 @@ void tether__disc_release(tether__disc *d);
 uint64_t tether__disc_view(tether__disc *d, uint64_t have, tether__member *out,
                            int *n);
 
+/* tether__disc_wait waits up to ms for a list newer than the generation
+ * have (a connect's pause between passes: a new leader named by Patroni
+ * ends it at once) and returns the generation then. */
+uint64_t tether__disc_wait(tether__disc *d, uint64_t have, int64_t ms);
+
 /* tether__disc_kick asks for a refresh now: coalesced with any pending one
  * and held back until TETHER__PATRONI_MIN_GAP_MS after the last. Never
  * blocks on the REST API (a lock held for a few instructions). */
