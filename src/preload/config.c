@@ -90,6 +90,7 @@ static void read_match(void) {
 static void load(void) {
     cfg.off = !read_switch("TETHER_PRELOAD", 1);
     cfg.log = read_switch("TETHER_PRELOAD_LOG", 0);
+    int keep = read_switch("TETHER_PRELOAD_KEEP_PREPARED", 0);
     cfg.pool_max = read_int("TETHER_PRELOAD_POOL_MAX", 10, 1, 100000);
     cfg.idle_max = read_int("TETHER_PRELOAD_IDLE_MAX", 10, 1, 100000);
     int64_t ms;
@@ -102,10 +103,14 @@ static void load(void) {
     read_duration("TETHER_PRELOAD_RECHECK", "100ms", cfg.recheck,
                   sizeof(cfg.recheck), &cfg.recheck_ms);
     const char *v = getenv("TETHER_PRELOAD_RESET_QUERY"); /* empty: none */
-    cfg.reset = !v                       ? TETHER__PRELOAD_RESET_KEEP
+    /* DISCARD ALL, unless the program's prepared statements are kept
+     * (docs/preload.md, "Prepared statements survive the give-back"): a
+     * reset the user names keeps none. */
+    cfg.keep_prepared = keep && !v;
+    cfg.reset = cfg.keep_prepared        ? TETHER__PRELOAD_RESET_KEEP
+                : !v                     ? "DISCARD ALL"
                 : !strcasecmp(v, "none") ? ""
                                          : v;
-    cfg.keep_prepared = !v;
     if (strchr(cfg.reset, '\n'))
         bad("TETHER_PRELOAD_RESET_QUERY", "(a line break)", "one line");
     read_match();

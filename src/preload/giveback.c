@@ -170,27 +170,51 @@ static int add(PGconn *pg, tether_lease *lease, const void *owner) {
     return 0;
 }
 
+/* rollback ends pg's open transaction on the program's thread (a
+ * program rarely gives a connection back inside one): a reset query such
+ * as DISCARD ALL cannot share a message with the ROLLBACK (a multi-command
+ * string is a transaction block). 0, or -1 when it failed. */
+static int rollback(PGconn *pg) {
+    tether__preload_passing++; /* libpq's PQexec calls PQsendQuery */
+    PGresult *r = tether__preload_real.exec(pg, "ROLLBACK");
+    tether__preload_passing--;
+    int ok = PQresultStatus(r) == PGRES_COMMAND_OK &&
+             PQtransactionStatus(pg) == PQTRANS_IDLE;
+    PQclear(r);
+    return ok ? 0 : -1;
+}
+
+/* run_now runs the reset query on the program's thread: 1 (release it)
+ * when every result is clean, else -1 (close it). */
+static int run_now(PGconn *pg, const char *reset) {
+    tether__preload_passing++;
+    PGresult *r = tether__preload_real.exec(pg, reset);
+    tether__preload_passing--;
+    ExecStatusType st = PQresultStatus(r);
+    PQclear(r);
+    return (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) &&
+                   PQtransactionStatus(pg) == PQTRANS_IDLE
+               ? 1
+               : -1;
+}
+
 int tether__preload_giveback(PGconn *pg, tether_lease *lease, const void *owner,
                              const char *reset) {
-    int idle = PQtransactionStatus(pg) == PQTRANS_IDLE;
-    if (idle && !*reset)
+    if (PQtransactionStatus(pg) != PQTRANS_IDLE && rollback(pg) != 0)
+        return -1;
+    if (!*reset)
         return 1; /* nothing to send: the caller releases it */
-    size_t len = strlen(reset) + 16;
-    char *sql = malloc(len);
-    if (!sql)
-        return 1; /* the pool's own reset: rollback, in the program's time */
-    snprintf(sql, len, "%s%s%s", idle ? "" : "ROLLBACK",
-             idle || !*reset ? "" : "; ", reset);
     pthread_mutex_lock(&lock);
     int rc = n < PENDING_MAX && start() == 0 ? 0 : 1;
     if (rc == 0) {
         tether__preload_passing++; /* not the program's statement */
-        int sent = PQsendQuery(pg, sql) && PQflush(pg) == 0;
+        int sent = PQsendQuery(pg, reset) && PQflush(pg) == 0;
         tether__preload_passing--;
         rc = !sent ? -1 : add(pg, lease, owner) != 0 ? -1 : 0;
     }
     pthread_mutex_unlock(&lock);
-    free(sql);
+    if (rc > 0) /* no room, or no collector: the reset in the program's time */
+        return run_now(pg, reset);
     if (rc == 0 && write(wake[1], "", 1) < 0 && errno != EAGAIN)
         tether__preload_log("give-back: the collector's pipe: %s",
                             strerror(errno));

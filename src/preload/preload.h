@@ -89,14 +89,17 @@ typedef struct tether__preload_config {
     int64_t max_age_ms;
     char recheck[32]; /* TETHER_PRELOAD_RECHECK, default "100ms" */
     int64_t recheck_ms;
-    const char *reset; /* TETHER_PRELOAD_RESET_QUERY, default
-                          TETHER__PRELOAD_RESET_KEEP; "" for none */
-    int keep_prepared; /* the default reset: prepared statements stay */
+    const char *reset; /* TETHER_PRELOAD_RESET_QUERY, default DISCARD ALL
+                          (TETHER__PRELOAD_RESET_KEEP when keep_prepared);
+                          "" for none */
+    int keep_prepared; /* TETHER_PRELOAD_KEEP_PREPARED=on (and no reset
+                          query named): prepared statements stay */
     const char *match; /* TETHER_PRELOAD_MATCH, default "*" */
 } tether__preload_config;
 
-/* The default reset: DISCARD ALL without its DEALLOCATE ALL, so that the
- * program's prepared statements stay (docs/preload.md). */
+/* The reset with TETHER_PRELOAD_KEEP_PREPARED: DISCARD ALL without its
+ * DEALLOCATE ALL, so that the program's prepared statements stay
+ * (docs/preload.md). */
 #define TETHER__PRELOAD_RESET_KEEP                                             \
     "CLOSE ALL; SET SESSION AUTHORIZATION DEFAULT; RESET ALL; UNLISTEN *; "    \
     "SELECT pg_advisory_unlock_all(); DISCARD PLANS; DISCARD TEMP; "           \
@@ -209,12 +212,13 @@ struct tether__preload_pool;
 
 /* ---- giveback.c -------------------------------------------------------- */
 
-/* tether__preload_giveback sends pg's rollback (when a transaction is open)
- * and reset query, and leaves the rest to the collector thread, which
- * releases lease once the results came back clean and closes it
- * otherwise. Returns 0 (handed over: the caller touches pg no more), 1
- * when there is nothing to send or no collector (the caller releases it
- * as usual), -1 when sending failed (the caller discards it). */
+/* tether__preload_giveback rolls back pg's open transaction (rare: on this
+ * thread), sends its reset query and leaves the rest to the collector
+ * thread, which releases lease once the results came back clean and
+ * closes it otherwise. Returns 0 (handed over: the caller touches pg no
+ * more), 1 when pg is clean already (no reset query, or it ran here: no
+ * room on the collector's list) and the caller releases it, -1 when pg
+ * must be closed (the caller discards it). */
 int tether__preload_giveback(PGconn *pg, tether_lease *lease, const void *owner,
                              const char *reset);
 /* tether__preload_giveback_reclaim finishes on this thread the give-back

@@ -230,7 +230,7 @@ both conninfo -- conninfo "host=$PGC_HOST,$PGC_HOST port=$PRIMARY_PORT,$PRIMARY_
 # Prepared statements kept across give-backs: the same values as fresh
 # sessions, and a statement prepared again with the same text is answered
 # without the server.
-both prepared -- prepared "$ci"
+both prepared TETHER_PRELOAD_KEEP_PREPARED=on -- prepared "$ci"
 grep -q 'result: same=42+2 other=40 sql=7 again=8 send=0/9 txn=101' "$work/prepared.preload" &&
   check "prepared: same text, another text, SQL PREPARE, PQsendPrepare, in a transaction" ||
   fail "prepared: $(results prepared.preload)"
@@ -239,6 +239,10 @@ grep -q 'measure: kept=yes' "$work/prepared.preload" &&
   fail "prepared: the same statement was prepared again on the server"
 grep -q 'measure: kept=no' "$work/prepared.plain" ||
   fail "prepared: the plain run's statement was older than its connect (the check proves nothing)"
+# Without TETHER_PRELOAD_KEEP_PREPARED (the default), the reset deallocates.
+both prepared_default -- prepared "$ci"
+grep -q 'measure: kept=no' "$work/prepared_default.preload" ||
+  fail "prepared: kept by default, without TETHER_PRELOAD_KEEP_PREPARED"
 # Configuration edge cases are named, never a silent default.
 for bad in TETHER_PRELOAD_WAIT=0 TETHER_PRELOAD_MATCH= TETHER_PRELOAD_POOL_MAX= TETHER_PRELOAD_LOG=2 TETHER_PRELOAD_IDLE_MAX=0; do
   var=${bad%%=*}
