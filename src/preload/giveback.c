@@ -200,7 +200,11 @@ static int run_now(PGconn *pg, const char *reset) {
 
 int tether__preload_giveback(PGconn *pg, tether_lease *lease, const void *owner,
                              const char *reset) {
-    if (PQtransactionStatus(pg) != PQTRANS_IDLE && rollback(pg) != 0)
+    PGTransactionStatusType ts = PQtransactionStatus(pg);
+    if (ts == PQTRANS_ACTIVE || ts == PQTRANS_UNKNOWN)
+        return 1; /* a command still running (COPY, async): the pool's
+                     reset finds it and closes the connection */
+    if (ts != PQTRANS_IDLE && rollback(pg) != 0)
         return -1;
     if (!*reset)
         return 1; /* nothing to send: the caller releases it */
