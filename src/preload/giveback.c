@@ -4,8 +4,10 @@
  * their results and only then releases the lease to the pool, so that no
  * checkout ever sees a connection whose reset has not finished. A result
  * that is not what a clean reset returns, a connection lost, or no answer
- * within RESET_WAIT_MS closes the connection instead. After fork, the
- * child forgets the parent's pending connections without touching them. */
+ * within RESET_WAIT_MS closes the connection instead. A fork waits for
+ * the collector to end its round (the releases it makes take locks and
+ * allocate: a child must not inherit them held); the child forgets the
+ * parent's pending connections without touching them. */
 #include "internal.h"
 #include "preload.h"
 
@@ -29,10 +31,15 @@ typedef struct pending {
 } pending;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Held by the collector from a poll's end to the last release of its
+ * round; a fork takes it before every other lock (pool.c). */
+static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending *list;
 static int n, cap;
 static int wake[2] = {-1, -1}; /* the collector's pipe */
 static int started;
+static pthread_cond_t born = PTHREAD_COND_INITIALIZER;
+static int running; /* the collector has begun: its thread's start is over */
 
 /* finish ends p: released when its reset came back clean, else closed. */
 static void finish(const pending *p, int clean) {
@@ -97,6 +104,10 @@ static void *collector(void *arg) {
     pending *done = NULL;
     PGconn **polled = NULL;
     int *clean = NULL, room = 0;
+    pthread_mutex_lock(&lock);
+    running = 1;
+    pthread_cond_broadcast(&born);
+    pthread_mutex_unlock(&lock);
     for (;;) {
         pthread_mutex_lock(&lock);
         if (room < n + 1) {
@@ -126,17 +137,22 @@ static void *collector(void *arg) {
             while (read(wake[0], buf, sizeof(buf)) > 0)
                 ;
         }
+        pthread_mutex_lock(&round_lock);
         pthread_mutex_lock(&lock);
         int k = take_done(fds, polled, nfds - 1, done, clean,
                           tether__preload_now_ms());
         pthread_mutex_unlock(&lock);
         for (int i = 0; i < k; i++)
             finish(&done[i], clean[i]);
+        pthread_mutex_unlock(&round_lock);
     }
     return NULL;
 }
 
-/* start makes the pipe and the thread (lock held). 0, or -1. */
+/* start makes the pipe and the thread (lock held), and returns once the
+ * thread runs: a thread still starting allocates (its stack's bounds,
+ * under a sanitizer), and a program that forks at once must not leave
+ * its child an allocator locked by it. 0, or -1. */
 static int start(void) {
     if (started)
         return 0;
@@ -151,6 +167,8 @@ static int start(void) {
         return -1;
     }
     started = 1;
+    while (!running)
+        pthread_cond_wait(&born, &lock);
     return 0;
 }
 
@@ -260,6 +278,14 @@ void tether__preload_giveback_unlock(void) {
     pthread_mutex_unlock(&lock);
 }
 
+void tether__preload_giveback_round_lock(void) {
+    pthread_mutex_lock(&round_lock);
+}
+
+void tether__preload_giveback_round_unlock(void) {
+    pthread_mutex_unlock(&round_lock);
+}
+
 void tether__preload_giveback_fork_child(void) {
     /* The parent's connections and its thread are not the child's: the
      * list is dropped without a touch, a thread is made on demand. */
@@ -271,6 +297,8 @@ void tether__preload_giveback_fork_child(void) {
         close(wake[1]);
     }
     wake[0] = wake[1] = -1;
-    started = 0;
+    started = running = 0;
     pthread_mutex_init(&lock, NULL);
+    pthread_cond_init(&born, NULL);
+    pthread_mutex_init(&round_lock, NULL);
 }

@@ -18,10 +18,12 @@
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
 
-/* The locks in their one order: the ticker's (its thread runs the pools'
- * housekeeping, which closes connections: the table's lock), the pools',
- * the table's, the give-back collector's, the log's. */
+/* The locks in their one order: the give-back collector's round (its
+ * releases take the ones after it), the ticker's (its thread runs the
+ * pools' housekeeping, which closes connections: the table's lock), the
+ * pools', the table's, the give-back list's, the log's. */
 static void fork_prepare(void) {
+    tether__preload_giveback_round_lock();
     tether__ticker_fork_prepare();
     tether__preload_pools_lock();
     tether__preload_table_lock();
@@ -35,6 +37,7 @@ static void fork_parent(void) {
     tether__preload_table_unlock();
     tether__preload_pools_unlock();
     tether__ticker_fork_parent();
+    tether__preload_giveback_round_unlock();
 }
 
 static void fork_child(void) {

@@ -228,6 +228,10 @@ int tether__preload_giveback(PGconn *pg, tether_lease *lease, const void *owner,
 int tether__preload_giveback_reclaim(const void *owner);
 void tether__preload_giveback_lock(void); /* fork: in the locks' order */
 void tether__preload_giveback_unlock(void);
+/* tether__preload_giveback_round_lock waits for the collector to end its
+ * round of releases; fork takes it first of all (pool.c). */
+void tether__preload_giveback_round_lock(void);
+void tether__preload_giveback_round_unlock(void);
 void tether__preload_giveback_fork_child(void);
 
 /* ---- prep.c ------------------------------------------------------------ */
