@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "../support/clock.h"
+#include "../support/fake_driver.h"
 
 #include "../support/needs_pq.h"
 
@@ -63,36 +64,10 @@ static int f_start(void *ctx, const tether_endpoint *ep, void **conn,
     return TETHER_CONNECTED;
 }
 
-static int f_poll(void *conn, tether_wait *w, tether_error *err) {
-    (void)conn;
-    (void)err;
-    *w = (tether_wait){-1, 0, -1};
-    return TETHER_IN_PROGRESS;
-}
-static int f_alive(void *conn, int probe) {
-    (void)probe;
-    return conn != NULL;
-}
-static int f_validate(void *conn, int64_t t, tether_error *err) {
-    (void)conn, (void)t, (void)err;
-    return 0;
-}
-static int f_reset(void *conn, const char *q, tether_error *err) {
-    (void)conn, (void)q, (void)err;
-    return 0;
-}
 static void f_close(void *conn) {
     if (conn)
         closed_count++;
     free(conn);
-}
-static void f_classify(void *conn, tether_error *err) {
-    (void)conn;
-    if (err->cls == TETHER_CLASS_NONE)
-        err->cls = TETHER_CLASS_TRANSIENT;
-}
-static void *f_handle(void *conn) {
-    return conn;
 }
 static tether_role f_role(void *conn) {
     return ((fconn *)conn)->role;
@@ -100,15 +75,10 @@ static tether_role f_role(void *conn) {
 
 static const tether_driver fake = {.name = "fake",
                                    .connect_start = f_start,
-                                   .connect_poll = f_poll,
-                                   .alive = f_alive,
-                                   .validate = f_validate,
-                                   .reset = f_reset,
                                    .close = f_close,
-                                   .classify = f_classify,
-                                   .handle = f_handle,
                                    .role = f_role,
-                                   .resolve_names = 0};
+                                   .resolve_names = 0,
+                                   FAKE_DRIVER_OPS};
 
 /* ---- helpers ---------------------------------------------------------------
  */

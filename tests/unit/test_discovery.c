@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "../support/fake_driver.h"
 #include "../support/fake_patroni.h"
 #include "../support/logbuf.h"
 
@@ -66,33 +67,8 @@ static int f_start(void *ctx, const tether_endpoint *ep, void **conn,
     *conn = c;
     return TETHER_CONNECTED;
 }
-static int f_poll(void *conn, tether_wait *w, tether_error *err) {
-    (void)conn, (void)err;
-    *w = (tether_wait){-1, 0, -1};
-    return TETHER_IN_PROGRESS;
-}
-static int f_alive(void *conn, int probe) {
-    (void)probe;
-    return conn != NULL;
-}
-static int f_validate(void *conn, int64_t t, tether_error *err) {
-    (void)conn, (void)t, (void)err;
-    return 0;
-}
-static int f_reset(void *conn, const char *q, tether_error *err) {
-    (void)conn, (void)q, (void)err;
-    return 0;
-}
 static void f_close(void *conn) {
     free(conn);
-}
-static void f_classify(void *conn, tether_error *err) {
-    (void)conn;
-    if (err->cls == TETHER_CLASS_NONE)
-        err->cls = TETHER_CLASS_TRANSIENT;
-}
-static void *f_handle(void *conn) {
-    return conn;
 }
 static tether_role f_role(void *conn) {
     return ((fconn *)conn)->role;
@@ -100,14 +76,9 @@ static tether_role f_role(void *conn) {
 
 static const tether_driver fake = {.name = "fake",
                                    .connect_start = f_start,
-                                   .connect_poll = f_poll,
-                                   .alive = f_alive,
-                                   .validate = f_validate,
-                                   .reset = f_reset,
                                    .close = f_close,
-                                   .classify = f_classify,
-                                   .handle = f_handle,
-                                   .role = f_role};
+                                   .role = f_role,
+                                   FAKE_DRIVER_OPS};
 
 /* ---- helpers ---------------------------------------------------------------
  */
@@ -178,6 +149,29 @@ static tether_connector *make(const char *conninfo, logbuf *log,
     if (rc && !err)
         fail_msg("connector: %s", e.message);
     return c;
+}
+
+/* follow starts a fake REST server answering members m and a connector
+ * following it: "host=fallback tether_patroni=URL " and the keywords. */
+static tether_connector *follow(fake_patroni **f, const char *const *m,
+                                const char *keywords, logbuf *log) {
+    *f = fake_patroni_start(cluster(m));
+    char ci[320], url[64];
+    fake_patroni_url(*f, url, sizeof(url));
+    snprintf(ci, sizeof(ci), "host=fallback tether_patroni=%s %s", url,
+             keywords);
+    return make(ci, log, NULL);
+}
+
+/* pool_on makes a pool over c. */
+static tether_pool *pool_on(tether_connector *c) {
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.connector = c;
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_create(&p, &po, &err), 0);
+    return p;
 }
 
 /* The host list the connector would try now, "h:p,h:p". */
@@ -294,15 +288,13 @@ static void test_leader_follows(void **state) {
     static const char *const after[] = {"n1:r:running:0", "n2:l:running:0",
                                         "n3:r:streaming:0", NULL};
     roles("p", "s", "s");
-    fake_patroni *f = fake_patroni_start(cluster(before));
-    char ci[256], url[64];
-    fake_patroni_url(f, url, sizeof(url));
-    snprintf(ci, sizeof(ci),
-             "host=fallback tether_patroni=%s tether_patroni_refresh=1h "
-             "target_session_attrs=read-write tether_login_timeout=5s",
-             url);
+    fake_patroni *f;
     logbuf log = {0};
-    tether_connector *c = make(ci, &log, NULL);
+    tether_connector *c =
+        follow(&f, before,
+               "tether_patroni_refresh=1h target_session_attrs=read-write "
+               "tether_login_timeout=5s",
+               &log);
     char hosts[256];
     hosts_of(c, hosts, sizeof(hosts)); /* the first answer came at create */
     assert_string_equal(hosts, "n1:5432");
@@ -346,14 +338,12 @@ static void test_failover_waits_for_list(void **state) {
     static const char *const before[] = {"n1:l:running:0", "n2:r:running:0",
                                          NULL};
     roles("down", "p", "s");
-    fake_patroni *f = fake_patroni_start(cluster(before));
-    char ci[256], url[64];
-    fake_patroni_url(f, url, sizeof(url));
-    snprintf(ci, sizeof(ci),
-             "host=fallback tether_patroni=%s tether_patroni_refresh=1h "
-             "target_session_attrs=read-write tether_login_timeout=5s",
-             url);
-    tether_connector *c = make(ci, NULL, NULL);
+    fake_patroni *f;
+    tether_connector *c =
+        follow(&f, before,
+               "tether_patroni_refresh=1h target_session_attrs=read-write "
+               "tether_login_timeout=5s",
+               NULL);
     pthread_t t;
     pthread_create(&t, NULL, promote_later, f);
     void *h = NULL;
@@ -386,14 +376,10 @@ static void test_replicas(void **state) {
     static const char *const three[] = {
         "n1:l:running:0", "n2:r:streaming:0",   "n3:r:running:0:1",
         "n4:r:stopped:0", "n5:s:streaming:100", NULL};
-    fake_patroni *f = fake_patroni_start(cluster(two));
-    char ci[256], url[64];
-    fake_patroni_url(f, url, sizeof(url));
-    snprintf(ci, sizeof(ci),
-             "host=fallback tether_patroni=%s tether_patroni_refresh=300ms "
-             "target_session_attrs=standby",
-             url);
-    tether_connector *c = make(ci, NULL, NULL);
+    fake_patroni *f;
+    tether_connector *c = follow(
+        &f, two, "tether_patroni_refresh=300ms target_session_attrs=standby",
+        NULL);
     char hosts[256];
     hosts_of(c, hosts, sizeof(hosts));
     assert_string_equal(hosts, "n2:5432");
@@ -415,6 +401,8 @@ static void test_replicas(void **state) {
     wait_hosts(c, "n1:5432", 1000);
     tether_connector_destroy(c);
     /* prefer-standby: the replicas, then the leader. */
+    char ci[256], url[64];
+    fake_patroni_url(f, url, sizeof(url));
     snprintf(ci, sizeof(ci),
              "host=fallback tether_patroni=%s tether_patroni_refresh=1h "
              "target_session_attrs=prefer-standby",
@@ -589,15 +577,11 @@ static void test_hostile_answers(void **state) {
         {FP_STATUS500, 0, "answered 503"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        fake_patroni *f = fake_patroni_start(cluster(good));
-        char ci[256], url[64];
-        fake_patroni_url(f, url, sizeof(url));
-        snprintf(ci, sizeof(ci),
-                 "host=fallback tether_patroni=%s tether_patroni_refresh=100ms "
-                 "tether_patroni_timeout=300ms",
-                 url);
+        fake_patroni *f;
         logbuf log = {0};
-        tether_connector *c = make(ci, &log, NULL);
+        tether_connector *c = follow(
+            &f, good,
+            "tether_patroni_refresh=100ms tether_patroni_timeout=300ms", &log);
         char hosts[256];
         wait_hosts(c, "n1:5432,n2:5432", 1000);
         fake_patroni_set(f,
@@ -635,23 +619,15 @@ static void test_readonly_kicks(void **state) {
     (void)state;
     static const char *const m[] = {"n1:l:running:0", "n2:r:running:0", NULL};
     roles("p", "s", "s");
-    fake_patroni *f = fake_patroni_start(cluster(m));
-    char ci[256], url[64];
-    fake_patroni_url(f, url, sizeof(url));
-    snprintf(ci, sizeof(ci),
-             "host=fallback tether_patroni=%s tether_patroni_refresh=1h "
-             "target_session_attrs=read-write",
-             url);
-    tether_connector *c = make(ci, NULL, NULL);
-    tether_pool_opts po;
-    tether_pool_opts_init(&po);
-    po.connector = c;
-    tether_pool *p = NULL;
-    tether_error err = {0};
-    assert_int_equal(tether_pool_create(&p, &po, &err), 0);
+    fake_patroni *f;
+    tether_connector *c = follow(
+        &f, m, "tether_patroni_refresh=1h target_session_attrs=read-write",
+        NULL);
+    tether_pool *p = pool_on(c);
     sleep_ms(600); /* past the rate limit's gap since the first answer */
     int req0 = atomic_load(&f->requests);
     uint64_t kicks0 = stats(c).kicks;
+    tether_error err = {0};
     assert_int_equal(tether_pool_run_for(p, 0, 1000, readonly_work, NULL, &err),
                      TETHER_EREADONLY);
     int64_t t0 = now_ms();
@@ -672,20 +648,11 @@ static void test_pool_metrics(void **state) {
     (void)state;
     static const char *const m[] = {"n1:l:running:0", "n2:r:running:0", NULL};
     roles("p", "s", "s");
-    fake_patroni *f = fake_patroni_start(cluster(m));
-    char ci[256], url[64];
-    fake_patroni_url(f, url, sizeof(url));
-    snprintf(ci, sizeof(ci),
-             "host=fallback tether_patroni=%s tether_patroni_refresh=1h "
-             "target_session_attrs=read-write",
-             url);
-    tether_connector *c = make(ci, NULL, NULL);
-    tether_pool_opts po;
-    tether_pool_opts_init(&po);
-    po.connector = c;
-    tether_pool *p = NULL;
-    tether_error err = {0};
-    assert_int_equal(tether_pool_create(&p, &po, &err), 0);
+    fake_patroni *f;
+    tether_connector *c = follow(
+        &f, m, "tether_patroni_refresh=1h target_session_attrs=read-write",
+        NULL);
+    tether_pool *p = pool_on(c);
     tether_pool_metrics pm;
     tether_pool_metrics_get(p, &pm);
     assert_int_equal(pm.patroni_requests, 1);
