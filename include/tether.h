@@ -1464,6 +1464,19 @@ TETHER_API int tether_cq_next_sized(tether_cq *cq, tether_completion *out,
 #define tether_cq_next(cq, out)                                                \
     tether_cq_next_sized((cq), (out), sizeof(tether_completion))
 
+/* tether_cq_loop_thread (on 1) tells cq that the calling thread runs the
+ * loop that takes its completions, and that this loop takes every ready
+ * completion before it next waits for events (libtether-uv does, in a
+ * uv_prepare_t): completions posted on that thread (a release handing its
+ * connection to a queued acquire, an acquire served at once) then skip
+ * the descriptor's wake-up, a write and a read of the eventfd and a turn
+ * of the loop. Completions posted on other threads wake it as before.
+ * on 0 forgets the thread (a watcher that stops watching). A loop that
+ * does not keep the promise would wait with completions ready: without
+ * this call, every completion wakes the descriptor (docs/evloop.md,
+ * "Adapters"). */
+TETHER_API void tether_cq_loop_thread(tether_cq *cq, int on);
+
 /* tether_cq_pending returns how many of cq's acquires have not been taken
  * by tether_cq_next yet (waiting or ready). */
 TETHER_API int tether_cq_pending(tether_cq *cq);

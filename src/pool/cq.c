@@ -53,7 +53,9 @@ struct tether_cq {
     tether__cq_entry *all; /* every entry not freed yet */
     tether__cq_entry *ready, *ready_tail;
     int nall, nready;
-    int signaled; /* the eventfd's counter is not 0 */
+    int signaled;          /* the eventfd's counter is not 0 */
+    int has_loop;          /* tether_cq_loop_thread: loop_thread is set */
+    pthread_t loop_thread; /* posts on it need no wake-up */
 };
 
 static _Atomic uint64_t next_ticket = 1;
@@ -115,7 +117,27 @@ static void cq_free(tether_cq *cq, tether__cq_entry *e) {
     tether__free(e);
 }
 
-/* Append e to cq's ready list; the eventfd turns readable with the first. */
+void tether_cq_loop_thread(tether_cq *cq, int on) {
+    if (!cq)
+        return;
+    pthread_mutex_lock(&cq->lock);
+    cq->loop_thread = pthread_self();
+    cq->has_loop = on ? 1 : 0;
+    if (!on && cq->ready && !cq->signaled) { /* posted unsignaled: wake */
+        uint64_t one = 1;
+        cq->signaled = write(cq->fd, &one, sizeof(one)) == sizeof(one);
+    }
+    pthread_mutex_unlock(&cq->lock);
+}
+
+/* on_loop: the caller is the thread that takes cq's completions before its
+ * loop next waits (tether_cq_loop_thread); lock held. */
+static int on_loop(tether_cq *cq) {
+    return cq->has_loop && pthread_equal(cq->loop_thread, pthread_self());
+}
+
+/* Append e to cq's ready list; the eventfd turns readable with the first,
+ * unless the loop's own thread posts it (it takes it before it waits). */
 static void cq_push(tether_cq *cq, tether__cq_entry *e) {
     pthread_mutex_lock(&cq->lock);
     e->rnext = NULL;
@@ -125,7 +147,7 @@ static void cq_push(tether_cq *cq, tether__cq_entry *e) {
         cq->ready = e;
     cq->ready_tail = e;
     cq->nready++;
-    if (!cq->signaled) {
+    if (!cq->signaled && !on_loop(cq)) {
         uint64_t one = 1;
         cq->signaled = write(cq->fd, &one, sizeof(one)) == sizeof(one);
     }

@@ -1,7 +1,9 @@
 /* test_adapters.c - libtether-uv and libtether-event (src/adapters,
  * docs/evloop.md) over the sim driver: acquires started on a pool of 2
  * arrive through each loop's callback, in order, one call per completion,
- * leases released from the callback hand the connections on; a timeout
+ * leases released from the callback hand the connections on (and, with
+ * libuv, a release elsewhere on the loop's thread serves the next acquire
+ * in the same turn, without waking the eventfd); a timeout
  * arrives the same way; destroy is clean; both allocate through tether's
  * allocator (tether_set_allocator) and report running out of memory.
  * Linked with the shared library and both adapters, so built only when
@@ -13,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,6 +111,54 @@ static void test_uv(void **state) {
     tether_error err;
     assert_int_equal(tether_uv_create(&w, NULL, cq, on_completion, &r, &err),
                      TETHER_EINVAL);
+    tether_cq_destroy(cq);
+    sim_pool_close(&f);
+}
+
+/* A release on the loop's thread, outside the watcher's callback (as a
+ * program releases when its query's result arrives on another handle),
+ * hands the connection to a queued acquire without waking the eventfd:
+ * the watcher's prepare handle delivers it before the loop would wait. A
+ * loop that waited for the fd would block here; a 2 s timer fails it. */
+static void on_guard(uv_timer_t *t) {
+    *(int *)t->data = 1;
+}
+
+static void test_uv_same_turn(void **state) {
+    (void)state;
+    sim_pool f;
+    make_pool(&f);
+    tether_cq *cq = tether_cq_create(NULL);
+    uv_loop_t loop;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    run r;
+    memset(&r, 0, sizeof(r));
+    r.keep_last = 1;
+    tether_uv *w;
+    assert_int_equal(tether_uv_create(&w, &loop, cq, on_completion, &r, NULL),
+                     0);
+    tether_lease *a, *b;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &a, NULL), 0);
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &b, NULL), 0);
+    uv_run(&loop, UV_RUN_NOWAIT); /* the watcher binds the loop's thread */
+    start_all(f.pool, cq);        /* all queued: the pool is held */
+    int late = 0;
+    uv_timer_t guard;
+    uv_timer_init(&loop, &guard);
+    guard.data = &late;
+    uv_timer_start(&guard, on_guard, 2000, 0);
+    tether_lease_release(a);
+    tether_lease_release(b);
+    struct pollfd pfd = {tether_cq_fd(cq), POLLIN, 0};
+    assert_int_equal(poll(&pfd, 1, 0), 0); /* no wake-up written */
+    uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(late, 0);
+    check_order(&r); /* each callback's release served the next at once */
+    tether_lease_release(r.held);
+    uv_close((uv_handle_t *)&guard, NULL);
+    tether_uv_destroy(w);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(uv_loop_close(&loop), 0);
     tether_cq_destroy(cq);
     sim_pool_close(&f);
 }
@@ -208,6 +259,7 @@ static void test_allocator(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_uv),
+        cmocka_unit_test(test_uv_same_turn),
         cmocka_unit_test(test_libevent),
         cmocka_unit_test(test_allocator),
     };

@@ -159,6 +159,58 @@ static void test_immediate(void **state) {
     teardown(&f);
 }
 
+/* tether_cq_loop_thread: completions posted on the bound thread (an
+ * acquire served at once, a release handing its connection over) leave the
+ * descriptor quiet, since that loop takes them before it waits; one posted
+ * on another thread wakes it; unbinding with one waiting wakes it. */
+static void *release_elsewhere(void *arg) {
+    tether_lease_release(arg);
+    return NULL;
+}
+
+static tether_lease *take_quiet(tether_cq *cq) {
+    tether_completion c;
+    assert_false(readable(cq, 0));
+    assert_int_equal(tether_cq_next(cq, &c), 0);
+    assert_int_equal(c.rc, 0);
+    return c.lease;
+}
+
+static void test_loop_thread(void **state) {
+    (void)state;
+    fixture f;
+    setup(&f, 1);
+    sim_pool_warm(&f.sp, 1);
+    tether_cq_loop_thread(f.cq, 1);
+    tether_completion c;
+    assert_int_equal(
+        tether_pool_acquire_start(f.pool, f.cq, 1000, NULL, NULL, NULL), 0);
+    tether_lease *l = take_quiet(f.cq); /* served at once */
+    assert_int_equal(
+        tether_pool_acquire_start(f.pool, f.cq, 1000, NULL, NULL, NULL), 0);
+    assert_int_equal(tether_cq_next(f.cq, &c), TETHER_EAGAIN); /* queued */
+    tether_lease_release(l);
+    l = take_quiet(f.cq); /* handed over by a release on this thread */
+    assert_int_equal(
+        tether_pool_acquire_start(f.pool, f.cq, 1000, NULL, NULL, NULL), 0);
+    pthread_t t;
+    pthread_create(&t, NULL, release_elsewhere, l);
+    pthread_join(t, NULL);
+    next_one(f.cq, &c); /* handed over on another thread: woken */
+    assert_int_equal(c.rc, 0);
+    assert_int_equal(tether_cq_next(f.cq, &c), TETHER_EAGAIN);
+    assert_false(readable(f.cq, 0));
+    assert_int_equal(
+        tether_pool_acquire_start(f.pool, f.cq, 1000, NULL, NULL, NULL), 0);
+    tether_lease_release(c.lease);
+    assert_false(readable(f.cq, 0));
+    tether_cq_loop_thread(f.cq, 0); /* one waits unsignaled: woken now */
+    assert_true(readable(f.cq, 0));
+    assert_int_equal(tether_cq_next(f.cq, &c), 0);
+    tether_lease_release(c.lease);
+    teardown(&f);
+}
+
 static void test_bad_args(void **state) {
     (void)state;
     fixture f;
@@ -686,6 +738,7 @@ static void test_stress(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_immediate),
+        cmocka_unit_test(test_loop_thread),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_completion_after_release),
         cmocka_unit_test(test_fifo_mixed),
