@@ -213,11 +213,12 @@ for what in drop template; do # the server waits up to 5 s; plain: no wait
     fail "dropdb: $what took '${s}'s (plain ${p}s; want less than 1 s more)"
 done
 # More connections held at once than the pool's maximum: no waiting.
-both hold TETHER_PRELOAD_WAIT=3s -- hold "$ci" 12
+both hold TETHER_PRELOAD_WAIT=30s -- hold "$ci" 12
 held=$(measure hold.preload seconds)
-# (less than one TETHER_PRELOAD_WAIT in all: one wait would be 3 s)
-awk -v s="$held" 'BEGIN { exit !(s != "" && s < 3) }' &&
-  check "hold: 12 connections held with a pool of 2 in ${held}s" || fail "hold: ${held}s (want < 3 s)"
+# (well under one TETHER_PRELOAD_WAIT in all: one wait would be 30 s; the
+# 12 connects themselves took 3.03 s in an ASan build at load 30)
+awk -v s="$held" 'BEGIN { exit !(s != "" && s < 15) }' &&
+  check "hold: 12 connections held with a pool of 2 in ${held}s" || fail "hold: ${held}s (want < 15 s: no wait of 30 s)"
 # Many pools: idle connections across them are capped.
 both apps -- apps "$ci" 40
 at_most "apps: the user's backends after 40 pools were used" "$(measure apps.preload backends_after)" 11
