@@ -39,16 +39,13 @@
 #define MAX_FAULTS 3
 #define MIN_SECONDS 20
 
-#ifndef TETHER_HAVE_PATRONI
-int tether__lab_demo_patroni(int argc, char **argv) {
-    (void)argc;
-    (void)argv;
-    fprintf(stderr, "tether demo: --patroni: this tether was built without "
-                    "Patroni support (cmake -DTETHER_PATRONI=ON needs libcurl "
-                    "and json-c)\n");
-    return CLI_FAIL;
-}
+/* Without Patroni support (docs/patroni.md, "Build") the command parses
+ * its options and shows its help, then says so. */
+#ifdef TETHER_HAVE_PATRONI
+#define HAVE_PATRONI 1
 #else
+#define HAVE_PATRONI 0
+#endif
 
 typedef struct pfault {
     const char *kind; /* switchover, kill-leader, stop-leader-patroni */
@@ -668,6 +665,12 @@ int tether__lab_demo_patroni(int argc, char **argv) {
     int rc = cli_parse_opts(CMD, argc, argv, options, take_opt, NULL);
     if (rc)
         return rc;
+    if (!HAVE_PATRONI) {
+        fprintf(stderr, "tether demo: --patroni: this tether was built "
+                        "without Patroni support (cmake -DTETHER_PATRONI=ON "
+                        "needs libcurl and json-c)\n");
+        return CLI_FAIL;
+    }
     if (find_ctl() != 0) {
         fprintf(stderr,
                 "tether demo: --patroni: patroni-cluster not found (set "
@@ -700,4 +703,3 @@ int tether__lab_demo_patroni(int argc, char **argv) {
     }
     return rc;
 }
-#endif
