@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # sourced by bench/run-patroni, which sets the variables
 # patroni-add-replica.sh: bench/run-patroni --add-replica, sourced by it
 # inside the cluster (D, base, hp, work, build, rounds, refresh, json, the
 # /cluster poller in $work/cluster with the running replicas' ports as its

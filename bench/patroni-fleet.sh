@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154 # sourced by bench/run-patroni, which sets the variables
 # patroni-fleet.sh: bench/run-patroni --fleet N, sourced by it inside the
 # cluster (D, base, hp, work, build, fleet, refresh, json). N processes with
 # discovery through a switchover: how many requests the REST endpoints see
@@ -15,7 +16,6 @@ for ((i = 1; i <= fleet; i++)); do
 done
 say "$fleet processes started; ${steady} s steady"
 sleep "$steady"
-read -r old _ < <(ctl leader "$D")
 line=$(ctl switchover "$D" | grep '^switchover ' | head -n 1)
 t_sw=$(awk '{print $2}' <<<"$line")
 say "$line; ${after} s more"

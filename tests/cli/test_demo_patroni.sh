@@ -12,6 +12,8 @@
 # ON|OFF: whether the build has Patroni support (TETHER_HAS_PATRONI). Exits
 # 77 (ctest: skipped) before the run when Patroni, etcd or jq are not
 # installed (scripts/install-deps installs them).
+# `A && B || fail` below means "fail unless both hold": intended.
+# shellcheck disable=SC2015
 set -uo pipefail
 bin=${1:?usage: test_demo_patroni.sh TETHER_BINARY ON|OFF}
 have=${2:?usage: test_demo_patroni.sh TETHER_BINARY ON|OFF}
