@@ -19,7 +19,8 @@
  * connections do not show (bench/run-patroni --add-replica). fleet: one
  * process of a fleet (bench/run-patroni --fleet): a pool from CONNINFO,
  * the write alone, every PATRONI_BENCH_PERIOD_MS (default 100) ms, and no
- * output but errors and the final "m" line with the pool's REST counts.
+ * output but errors, the log's warnings ("l" lines: a REST call that
+ * failed) and the final "m" line with the pool's REST counts.
  *
  * The write sets this client's row of patroni_bench (the script creates
  * it) to the write's sequence number, INSERT ... ON CONFLICT DO UPDATE:
@@ -312,6 +313,7 @@ static int run_connect(const char *conninfo) {
 
 static int run_fleet(const char *conninfo) {
     tether_error err = {0};
+    tether_set_log(on_log, NULL, TETHER_LOG_WARN); /* REST failures */
     if (tether_pool_open(&pool, conninfo, NULL, NULL, &err)) {
         fprintf(stderr, "bench_patroni: %s\n", err.message);
         return 1;
