@@ -51,9 +51,10 @@ typedef struct pfault {
     const char *kind; /* switchover, kill-leader, stop-leader-patroni */
     int64_t at_ms;    /* when to begin it (run clock) */
     int applied;
-    int64_t t_ms;              /* epoch ms the script applied it at */
-    int old_port;              /* the leader's port before it */
-    char detail[160];          /* the script's line, or why it failed */
+    int64_t t_ms;     /* epoch ms the script applied it at (P.lock while its
+                         window runs) */
+    int old_port;     /* the leader's port before it */
+    char detail[160]; /* the script's line, or why it failed */
     atomic_llong first_new_ms; /* first write by another server (epoch) */
     atomic_llong stall_ms, stall_end_ms; /* longest gap between writes */
     atomic_ullong app_errors;
@@ -350,15 +351,15 @@ static void *fault_main(void *arg) {
         char old[64] = "", line[256] = "";
         f->old_port = leader_port(old, sizeof(old));
         const char *args[] = {f->kind, P.dir, NULL};
-        int64_t began = epoch_ms();
-        atomic_store(&P.cur, -1);
-        f->t_ms = began;
+        f->t_ms = epoch_ms(); /* before the window opens (cur) */
         atomic_store(&P.cur, k);
         int rc = ctl(0, line, sizeof(line), args);
         size_t kl = strlen(f->kind);
         if (rc == 0 && !strncmp(line, f->kind, kl) && line[kl] == ' ') {
             f->applied = 1;
+            pthread_mutex_lock(&P.lock); /* note_write reads it under it */
             f->t_ms = atoll(line + kl + 1);
+            pthread_mutex_unlock(&P.lock);
             const char *d = strchr(line + kl + 1, ' ');
             snprintf(f->detail, sizeof(f->detail), "%s", d ? d + 1 : "");
         } else {
