@@ -5,12 +5,22 @@
  *
  *   bench_patroni tether CONNINFO
  *   bench_patroni libpq WRITE_CONNINFO READ_CONNINFO
+ *   bench_patroni connect CONNINFO
+ *   bench_patroni fleet CONNINFO
  *
  * tether: one pool (tether_pool_open; CONNINFO carries
  * tether_route=read-write-split), writes with TETHER_IDEMPOTENT and reads
  * with TETHER_READONLY | TETHER_IDEMPOTENT, each through
  * tether_pool_run_for with a 30 s deadline. libpq: one connection per
  * thread, PQconnectdb again on the next tick after any failure.
+ * connect: a read only, every 50 ms, each on a connection of its own
+ * (tether_connector_connect through one connector made from CONNINFO,
+ * then closed): where a new connection goes, which a pool's long-lived
+ * connections do not show (bench/run-patroni --add-replica). fleet: one
+ * process of a fleet (bench/run-patroni --fleet): a pool from CONNINFO,
+ * the write alone, every PATRONI_BENCH_PERIOD_MS (default 100) ms, and no
+ * output but errors, the log's warnings ("l" lines: a REST call that
+ * failed) and the final "m" line with the pool's REST counts.
  *
  * The write sets this client's row of patroni_bench (the script creates
  * it) to the write's sequence number, INSERT ... ON CONFLICT DO UPDATE:
@@ -26,6 +36,7 @@
  *   re MS TEXT          a read failed
  *   c MS                a connect attempt (tether: each attempt the
  *                       connectors report; libpq: each PQconnectdb)
+ *   l MS TEXT           connect: a line of the connector's log
  *   ev MS PHASE HOST:PORT CODE DELAY_MS TEXT
  *                       tether, with PATRONI_BENCH_TRACE set: every step
  *                       of every connect (pauses included)
@@ -46,6 +57,7 @@
 #include <time.h>
 
 #define PERIOD_MS 10
+#define CONNECT_PERIOD_MS 50
 #define DEADLINE_MS 30000
 
 static volatile sig_atomic_t stop;
@@ -82,8 +94,9 @@ static void emit(const char *tag, const char *rest) {
 }
 
 /* The next tick of a paced loop. */
+static long long period_ms = PERIOD_MS;
 static void pace(long long *next) {
-    *next += PERIOD_MS;
+    *next += period_ms;
     long long now = wall_ms();
     if (*next < now)
         *next = now;
@@ -250,13 +263,98 @@ static int run_libpq(const char *write_ci, const char *read_ci) {
     return 0;
 }
 
+/* ---- a connection per read ---------------------------------------------- */
+
+/* The connector's log: "l MS TEXT" (its discovery says when its list
+ * changed: "patroni: standby hosts now ..."). */
+static void on_log(void *ctx, tether_log_level level, const char *msg) {
+    (void)ctx;
+    (void)level;
+    emit("l", msg);
+}
+
+static int run_connect(const char *conninfo) {
+    tether_connector_opts o;
+    tether_connector_opts_init(&o);
+    o.conninfo = conninfo;
+    o.on_event = on_connect_event;
+    o.log = on_log;
+    tether_connector *c;
+    tether_error err = {0};
+    if (tether_connector_create(&c, &o, &err)) {
+        fprintf(stderr, "bench_patroni: %s\n", err.message);
+        return 1;
+    }
+    emit("ready", NULL);
+    period_ms = CONNECT_PERIOD_MS;
+    long long next = wall_ms();
+    while (!stop) {
+        void *h = NULL;
+        tether_error e = {0};
+        if (tether_connector_connect(c, &h, &e)) {
+            emit("re", e.message);
+        } else {
+            result r = {0, 0, 0};
+            PGresult *res = NULL;
+            if (exec_one(h, &r, &res) == 0)
+                report_ok(&r);
+            else
+                emit("re", PQerrorMessage(h));
+            PQclear(res);
+            tether_connector_close(c, h);
+        }
+        pace(&next);
+    }
+    tether_connector_destroy(c);
+    return 0;
+}
+
+/* ---- one process of a fleet ---------------------------------------------- */
+
+static int run_fleet(const char *conninfo) {
+    tether_error err = {0};
+    tether_set_log(on_log, NULL, TETHER_LOG_WARN); /* REST failures */
+    if (tether_pool_open(&pool, conninfo, NULL, NULL, &err)) {
+        fprintf(stderr, "bench_patroni: %s\n", err.message);
+        return 1;
+    }
+    const char *pe = getenv("PATRONI_BENCH_PERIOD_MS");
+    period_ms = pe && atoll(pe) > 0 ? atoll(pe) : 100;
+    long long seq = 0, done = 0, failed = 0, next = wall_ms();
+    while (!stop) {
+        result r = {++seq, 0, 0};
+        tether_error e = {0};
+        if (tether_pool_run_for(pool, TETHER_IDEMPOTENT, DEADLINE_MS,
+                                tether_work, &r, &e) == 0)
+            done++;
+        else {
+            failed++;
+            emit("we", e.message);
+        }
+        pace(&next);
+    }
+    tether_pool_metrics m;
+    tether_pool_metrics_get(pool, &m);
+    printf("m writes=%lld write_errors=%lld patroni_requests=%llu "
+           "patroni_failures=%llu patroni_kicks=%llu\n",
+           done, failed, (unsigned long long)m.patroni_requests,
+           (unsigned long long)m.patroni_failures,
+           (unsigned long long)m.patroni_kicks);
+    tether_pool_destroy(pool);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int tether = argc == 3 && !strcmp(argv[1], "tether");
     int libpq = argc == 4 && !strcmp(argv[1], "libpq");
-    if (!tether && !libpq) {
+    int connect = argc == 3 && !strcmp(argv[1], "connect");
+    int fleet = argc == 3 && !strcmp(argv[1], "fleet");
+    if (!tether && !libpq && !connect && !fleet) {
         fprintf(stderr, "usage: bench_patroni tether CONNINFO\n"
                         "       bench_patroni libpq WRITE_CONNINFO "
-                        "READ_CONNINFO\n");
+                        "READ_CONNINFO\n"
+                        "       bench_patroni connect CONNINFO\n"
+                        "       bench_patroni fleet CONNINFO\n");
         return 2;
     }
     key = getenv("PATRONI_BENCH_KEY");
@@ -268,5 +366,9 @@ int main(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    if (connect)
+        return run_connect(argv[2]);
+    if (fleet)
+        return run_fleet(argv[2]);
     return tether ? run_tether(argv[2]) : run_libpq(argv[2], argv[3]);
 }

@@ -1260,7 +1260,10 @@ static void help(void) {
         "usage: tether demo [--seconds N] [--threads T] [--pool P] [--json]\n"
         "                   [--svg FILE] [--retry SPEC] [--no-faults]\n"
         "                   [--admin-socket PATH]\n"
-        "       tether demo --chaos [--seconds N] [--seed S] [--json] ...\n\n"
+        "       tether demo --chaos [--seconds N] [--seed S] [--json] ...\n"
+        "       tether demo --patroni [--seconds N] [--json] ... (a Patroni "
+        "cluster:\n"
+        "                   tether demo --patroni --help)\n\n"
         "Starts a scratch PostgreSQL primary and streaming standby on "
         "127.0.0.1\n(scripts/pg-cluster; as root the servers run as the "
         "system user tetherpg),\nruns a workload through one tether pool, "
@@ -1495,6 +1498,9 @@ static void catch_signals(void) {
 }
 
 int tether__lab_demo(int argc, char **argv) {
+    for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+        if (!strcmp(argv[i], "--patroni")) /* demo_patroni.c */
+            return tether__lab_demo_patroni(argc, argv);
     if (cli_want_help(argc, argv)) {
         help();
         return CLI_OK;

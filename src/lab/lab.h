@@ -23,4 +23,9 @@ int tether__lab_bench(int argc, char **argv);
  * demo_check.c, demo_svg.c on the scratch cluster of faults.c). */
 int tether__lab_demo(int argc, char **argv);
 
+/* tether__lab_demo_patroni runs `tether demo --patroni` (demo_patroni.c,
+ * on a scratch cluster of scripts/patroni-cluster); tether__lab_demo hands
+ * it a command line that holds --patroni. */
+int tether__lab_demo_patroni(int argc, char **argv);
+
 #endif
