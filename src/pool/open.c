@@ -85,6 +85,9 @@ static int set_lag(void *base, const char *key, const char *v,
 
 static const char *const route_names[] = {"none", "read-write-split", NULL};
 
+/* tether_pool_limit: the index is tether_pool_opts.limit's value. */
+static const char *const limit_names[] = {"fixed", "adaptive", NULL};
+
 #define PK(f) offsetof(pool_keys, f)
 #define OPT(f) offsetof(pool_keys, o.f)
 
@@ -98,6 +101,9 @@ static const tether__keydef pool_keys_defs[] = {
     TETHER__KD_RANGE("tether_pool_max_limit", TETHER__KD_INT,
                      OPT(max_size_limit), 0, 100000,
                      "the most tether_pool_resize may raise the maximum to"),
+    TETHER__KD_NAMES("tether_pool_limit", OPT(limit), limit_names,
+                     "fixed: tether_pool_max; adaptive: a limit up to it that "
+                     "follows the server"),
     TETHER__KD("tether_pooling", TETHER__KD_BOOL, PK(pooling),
                "off: a pool of one connection"),
     TETHER__KD("tether_acquire_timeout", TETHER__KD_MS, OPT(acquire_timeout_ms),
