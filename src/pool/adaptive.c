@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* The rule's constants (docs/pool.md, "Adaptive limit"). */
-#define TOLERANCE 2.0     /* hold time may reach this x the baseline */
+#define TOLERANCE 1.5     /* hold time may reach this x the baseline */
 #define GRADIENT_MIN 0.5  /* the most one window takes off, before smoothing */
 #define SMOOTHING 0.5     /* the estimate moves this far to the target */
 #define FULL_BACKOFF 0.75 /* a refusal: the limit to this x what was open */
@@ -66,7 +66,7 @@ static double baseline(tether__adaptive *ad, int64_t now_ms) {
     }
     double best = 0;
     for (int j = 0; j < TETHER__AD_BASE_S; j++)
-        if (ad->sec_at[j] > sec - TETHER__AD_BASE_S &&
+        if (ad->sec_min[j] > 0 && ad->sec_at[j] > sec - TETHER__AD_BASE_S &&
             (best == 0 || ad->sec_min[j] < best))
             best = ad->sec_min[j];
     return best;
