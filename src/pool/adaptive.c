@@ -184,7 +184,9 @@ void tether__adaptive_pass(tether_pool *p, int64_t now_ms) {
     uint64_t full = atomic_exchange(&ad->full_pending, 0);
     pthread_mutex_lock(&p->lock);
     measure(ad, now_ms);
-    bound = bound || p->nqueued > 0 || in_use >= p->o.max_size;
+    /* at the limit: a caller queued there, or every connection in use */
+    bound = bound || in_use >= p->o.max_size ||
+            (p->nqueued > 0 && p->total >= p->o.max_size);
     if (full)
         refused_locked(p, now_ms);
     else if (ad->short_us > 0 && ad->long_us > 0)

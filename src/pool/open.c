@@ -283,6 +283,8 @@ static int open_side(tether_pool **out, const tether__conninfo *ci,
         return rc;
     }
     (*out)->own_connector = c;
+    if (o->limit == TETHER_POOL_LIMIT_ADAPTIVE) /* a refusal as full ends */
+        tether__connector_busy_fast(c); /* the connect: the limit reacts */
     (*out)->drain_ms = drain_ms > 0 ? drain_ms : -1; /* -1: no drain */
     return 0;
 }
