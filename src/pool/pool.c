@@ -301,6 +301,19 @@ static void count_create(tether_pool *p, int64_t us) {
 }
 
 __attribute__((noinline)) void
+tether__pool_lease_begin(tether_pool *p, tether__slot *s, const char *file,
+                         int line, int64_t now_ms) {
+    if (p->track & TRACK_SITES) {
+        atomic_store_explicit(&s->file, file, memory_order_relaxed);
+        atomic_store_explicit(&s->line, line, memory_order_relaxed);
+        atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->acquired_ms, now_ms, memory_order_release);
+    }
+    if (p->track & TRACK_HOLD) /* the adaptive limit's stamp */
+        s->taken_us = tether__pool_now_us(p);
+}
+
+__attribute__((noinline)) void
 tether__pool_lease_done(tether_pool *p, tether__slot *s, int64_t now_ms) {
     if (p->track & TRACK_HOLD) /* the adaptive limit's sample */
         tether__adaptive_hold(&p->ad,

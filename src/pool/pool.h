@@ -365,6 +365,13 @@ extern const int64_t tether__hist_bounds_us[TETHER_HIST_BUCKETS];
 int tether__pool_acquire_limit(const tether_pool *p, int64_t timeout_ms,
                                int64_t *ms, tether_error *err);
 
+/* tether__pool_lease_begin records what p->track asks of a checkout of
+ * s at now_ms: the acquire site and time (leak detection), the hold's
+ * start (the adaptive limit). Out of line: the checkout's fast path pays
+ * only its test of p->track. */
+void tether__pool_lease_begin(tether_pool *p, tether__slot *s, const char *file,
+                              int line, int64_t now_ms);
+
 /* tether__pool_lease_done marks s no longer held and counts how long it
  * was (from its acquire to now_ms), with leak detection on only: the
  * release's fast path calls it inside the branch it takes for that

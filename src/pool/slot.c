@@ -101,16 +101,8 @@ checkout(tether_pool *p, tether__slot *s, const char *file, int line,
         s->checked_ms = now;
         validated = 1;
     }
-    if (p->track) { /* leak detection, the adaptive limit: one test */
-        if (p->track & TRACK_SITES) {
-            atomic_store_explicit(&s->file, file, memory_order_relaxed);
-            atomic_store_explicit(&s->line, line, memory_order_relaxed);
-            atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
-            atomic_store_explicit(&s->acquired_ms, now, memory_order_release);
-        }
-        if (p->track & TRACK_HOLD)
-            s->taken_us = tether__pool_now_us(p);
-    }
+    if (p->track) /* leak detection, the adaptive limit (pool.c) */
+        tether__pool_lease_begin(p, s, file, line, now);
     return validated;
 }
 
