@@ -88,17 +88,18 @@ static void close_excess(tether_pool *p) {
     }
 }
 
-/* The window's mean hold time into short_us (0: no sample), and the
- * baseline. */
-static void measure(tether__adaptive *ad, int64_t now_ms) {
+/* The window's mean hold time into short_us, and the baseline. Returns 0
+ * when the window had no release (nothing learnt: no update). */
+static int measure(tether__adaptive *ad, int64_t now_ms) {
     uint64_t acc = atomic_exchange_explicit(&ad->acc, 0, memory_order_relaxed);
     uint64_t n = acc >> TETHER__AD_SHIFT;
     if (n == 0)
-        return;
+        return 0;
     ad->short_us = (double)(acc & TETHER__AD_SUM_MASK) / (double)n;
     if (ad->short_us < 1)
         ad->short_us = 1; /* a microsecond: the clock's unit */
     ad->long_us = baseline(ad, now_ms);
+    return 1;
 }
 
 /* The rule (lock held): the estimate's target from this window. */
@@ -183,13 +184,13 @@ void tether__adaptive_pass(tether_pool *p, int64_t now_ms) {
     int bound = atomic_exchange_explicit(&ad->bound, 0, memory_order_relaxed);
     uint64_t full = atomic_exchange(&ad->full_pending, 0);
     pthread_mutex_lock(&p->lock);
-    measure(ad, now_ms);
+    int sampled = measure(ad, now_ms);
     /* at the limit: a caller queued there, or every connection in use */
     bound = bound || in_use >= p->o.max_size ||
             (p->nqueued > 0 && p->total >= p->o.max_size);
     if (full)
         refused_locked(p, now_ms);
-    else if (ad->short_us > 0 && ad->long_us > 0)
+    else if (sampled && ad->long_us > 0)
         ad->limit += SMOOTHING * (target(ad, bound, in_use) - ad->limit);
     int old = apply_locked(p, now_ms);
     int now = p->o.max_size, over = p->total > now;

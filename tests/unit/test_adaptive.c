@@ -127,6 +127,27 @@ static void test_no_growth_unbound(void **state) {
     sim_pool_close(&f);
 }
 
+/* A window without a release teaches nothing: every lease held through
+ * the passes (the pool at its limit), the limit stays. */
+static void test_no_release_no_change(void **state) {
+    (void)state;
+    sim_pool f;
+    open_adaptive(&f, 0, 32, 0);
+    held h = {0};
+    for (int i = 0; i < 3; i++)
+        window(&f, &h, -1, 10);
+    int before = metrics(f.pool).limit;
+    assert_true(before > 4);
+    hold_up_to(&f, &h, before); /* every connection in use: at the limit */
+    for (int i = 0; i < 10; i++) {
+        sim_pool_advance_ms(&f, 100);
+        tether__pool_housekeep(f.pool);
+        assert_int_equal(metrics(f.pool).limit, before);
+    }
+    release_all(&h);
+    sim_pool_close(&f);
+}
+
 /* Waiters at the limit count as bound: the pass grows the limit, and the
  * acquire that found no room (timeout 0) leaves no trace. */
 static void test_waiter_counts_as_bound(void **state) {
@@ -407,6 +428,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_grows_to_max),
         cmocka_unit_test(test_no_growth_unbound),
+        cmocka_unit_test(test_no_release_no_change),
         cmocka_unit_test(test_waiter_counts_as_bound),
         cmocka_unit_test(test_shrinks_when_latency_doubles),
         cmocka_unit_test(test_shrinks_on_53300),
