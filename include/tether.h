@@ -966,7 +966,8 @@ TETHER_API const char *tether_target_name(tether_target t);
  * retirements are spaced), leak threshold 0 (off), breaker preset
  * "blocking-period" (use_breaker 1), retry policy for tether_pool_run:
  * exponential 50 ms x2 to 1 s, full jitter, 3 attempts, deadline = the
- * acquire timeout; no reset query; real clock; seed 0. */
+ * acquire timeout; no reset query; real clock; seed 0; limit
+ * TETHER_POOL_LIMIT_FIXED (the pool holds up to max_size). */
 typedef struct tether_pool_opts {
     size_t size;                 /* sizeof, set by tether_pool_opts_init */
     const tether_driver *driver; /* required unless connector is set */
