@@ -46,7 +46,8 @@ void tether__adaptive_init(tether_pool *p) {
 }
 
 void tether__adaptive_full(tether_pool *p, const char *sqlstate) {
-    atomic_store(&p->ad.full_57p03, !strcmp(sqlstate, "57P03"));
+    if (!strcmp(sqlstate, "53300"))
+        atomic_fetch_add(&p->ad.full_53300, 1);
     atomic_fetch_add(&p->ad.full_pending, 1);
 }
 
@@ -115,12 +116,17 @@ static double target(tether__adaptive *ad, int bound, int in_use) {
 }
 
 /* A refusal of a connect as full (lock held): the limit comes down to
- * FULL_BACKOFF x what the pool holds (or its limit, if less), and does not
- * grow above that for a hold that doubles with each refusal. */
-static void refused_locked(tether_pool *p, int64_t now_ms) {
+ * FULL_BACKOFF x what the pool holds (or its limit, if less); for a 53300
+ * (full53300: the server is at its limit) it does not grow above that for
+ * a hold that doubles with each such refusal. 57P03 alone (starting up or
+ * shutting down: a transition, not a size) sets no hold. */
+static void refused_locked(tether_pool *p, int64_t now_ms, int full53300) {
     tether__adaptive *ad = &p->ad;
     double held = TETHER__MIN((double)p->total, ad->limit);
     ad->limit = TETHER__MAX(held * FULL_BACKOFF, 1.0);
+    ad->full++;
+    if (!full53300)
+        return;
     if (ad->last_full_ms && now_ms - ad->last_full_ms > FULL_QUIET_MS)
         ad->full_hold_ms = FULL_HOLD_MS;
     else if (ad->last_full_ms)
@@ -128,7 +134,6 @@ static void refused_locked(tether_pool *p, int64_t now_ms) {
     ad->last_full_ms = now_ms;
     ad->full_until_ms = now_ms + ad->full_hold_ms;
     ad->full_cap = TETHER__MAX((int)ad->limit, 1);
-    ad->full++;
 }
 
 /* Set o.max_size to the estimate's rounding (lock held). Returns the old
@@ -158,12 +163,17 @@ static int apply_locked(tether_pool *p, int64_t now_ms) {
 static void log_change(tether_pool *p, int old, int now, int full,
                        const char *sqlstate_seen) {
     tether__adaptive *ad = &p->ad;
-    if (full)
+    if (full && !strcmp(sqlstate_seen, "53300"))
         tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_INFO,
                     "pool %s: adaptive limit %d -> %d: the server refused a "
-                    "connect as full (%s); no growth above %d for %lld ms",
-                    p->name, old, now, sqlstate_seen, ad->full_cap,
+                    "connect as full (53300); no growth above %d for %lld ms",
+                    p->name, old, now, ad->full_cap,
                     (long long)ad->full_hold_ms);
+    else if (full)
+        tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_INFO,
+                    "pool %s: adaptive limit %d -> %d: the server refused a "
+                    "connect (%s: starting up or shutting down)",
+                    p->name, old, now, sqlstate_seen);
     else
         tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_DEBUG,
                     "pool %s: adaptive limit %d -> %d (hold %.2f ms, "
@@ -183,21 +193,21 @@ void tether__adaptive_pass(tether_pool *p, int64_t now_ms) {
     }
     int bound = atomic_exchange_explicit(&ad->bound, 0, memory_order_relaxed);
     uint64_t full = atomic_exchange(&ad->full_pending, 0);
+    uint64_t full53300 = atomic_exchange(&ad->full_53300, 0);
     pthread_mutex_lock(&p->lock);
     int sampled = measure(ad, now_ms);
     /* at the limit: a caller queued there, or every connection in use */
     bound = bound || in_use >= p->o.max_size ||
             (p->nqueued > 0 && p->total >= p->o.max_size);
     if (full)
-        refused_locked(p, now_ms);
+        refused_locked(p, now_ms, full53300 > 0);
     else if (sampled && ad->long_us > 0)
         ad->limit += SMOOTHING * (target(ad, bound, in_use) - ad->limit);
     int old = apply_locked(p, now_ms);
     int now = p->o.max_size, over = p->total > now;
     pthread_mutex_unlock(&p->lock);
     if (old != now)
-        log_change(p, old, now, full != 0,
-                   atomic_load(&ad->full_57p03) ? "57P03" : "53300");
+        log_change(p, old, now, full != 0, full53300 ? "53300" : "57P03");
     if (over)
         close_excess(p);
 }

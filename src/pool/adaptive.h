@@ -26,8 +26,8 @@ typedef struct tether__adaptive {
     _Alignas(64) _Atomic uint64_t acc; /* count << SHIFT | sum_us */
     /* Written by a connect refused as full (pool.c), read by the pass. */
     _Atomic uint64_t full_pending;
-    _Atomic int full_57p03; /* the last one was 57P03 (else 53300) */
-    _Atomic int bound;      /* a caller queued at the limit (waitq.c) */
+    _Atomic uint64_t full_53300; /* ... of them 53300 (the rest 57P03) */
+    _Atomic int bound;           /* a caller queued at the limit (waitq.c) */
 
     /* The rule's state: written by the pass under the pool's lock, read
      * by metrics (under the lock too). */
