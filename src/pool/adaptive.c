@@ -21,6 +21,8 @@
 #define FULL_HOLD_MAX_MS 60000 /* doubled on each refusal up to this, */
 #define FULL_QUIET_MS 300000   /* back to FULL_HOLD_MS after this quiet */
 #define START_LIMIT 4          /* the first limit, within floor..ceil */
+#define LONG_WINDOWS 50        /* the baseline's average: about 5 s of passes */
+#define LONG_DRIFT 0.95 /* its pull down while above twice the window's */
 
 static int clamp_int(int v, int lo, int hi) {
     return v < lo ? lo : v > hi ? hi : v;
@@ -55,24 +57,6 @@ void tether__adaptive_bound_locked(tether_pool *p) {
     atomic_store_explicit(&p->ad.bound, 1, memory_order_relaxed);
 }
 
-/* The baseline: the least window mean of the last TETHER__AD_BASE_S
- * seconds, with short_us counted into the current second. */
-static double baseline(tether__adaptive *ad, int64_t now_ms) {
-    int64_t sec = now_ms / 1000;
-    int i = (int)(sec % TETHER__AD_BASE_S);
-    if (ad->sec_at[i] != sec || ad->short_us < ad->sec_min[i]) {
-        if (ad->sec_at[i] != sec)
-            ad->sec_at[i] = sec;
-        ad->sec_min[i] = ad->short_us;
-    }
-    double best = 0;
-    for (int j = 0; j < TETHER__AD_BASE_S; j++)
-        if (ad->sec_min[j] > 0 && ad->sec_at[j] > sec - TETHER__AD_BASE_S &&
-            (best == 0 || ad->sec_min[j] < best))
-            best = ad->sec_min[j];
-    return best;
-}
-
 /* Close idle connections while p holds more than its limit. */
 static void close_excess(tether_pool *p) {
     for (int i = 0; i < p->nslots; i++) {
@@ -91,7 +75,7 @@ static void close_excess(tether_pool *p) {
 
 /* The window's mean hold time into short_us, and the baseline. Returns 0
  * when the window had no release (nothing learnt: no update). */
-static int measure(tether__adaptive *ad, int64_t now_ms) {
+static int measure(tether__adaptive *ad) {
     uint64_t acc = atomic_exchange_explicit(&ad->acc, 0, memory_order_relaxed);
     uint64_t n = acc >> TETHER__AD_SHIFT;
     if (n == 0)
@@ -99,7 +83,11 @@ static int measure(tether__adaptive *ad, int64_t now_ms) {
     ad->short_us = (double)(acc & TETHER__AD_SUM_MASK) / (double)n;
     if (ad->short_us < 1)
         ad->short_us = 1; /* a microsecond: the clock's unit */
-    ad->long_us = baseline(ad, now_ms);
+    if (ad->long_us == 0) /* the first window */
+        ad->long_us = ad->short_us;
+    ad->long_us += (ad->short_us - ad->long_us) / LONG_WINDOWS;
+    if (ad->long_us > 2 * ad->short_us) /* latency fell back: follow it */
+        ad->long_us *= LONG_DRIFT;
     return 1;
 }
 
@@ -195,7 +183,7 @@ void tether__adaptive_pass(tether_pool *p, int64_t now_ms) {
     uint64_t full = atomic_exchange(&ad->full_pending, 0);
     uint64_t full53300 = atomic_exchange(&ad->full_53300, 0);
     pthread_mutex_lock(&p->lock);
-    int sampled = measure(ad, now_ms);
+    int sampled = measure(ad);
     /* at the limit: a caller queued there, or every connection in use */
     bound = bound || in_use >= p->o.max_size ||
             (p->nqueued > 0 && p->total >= p->o.max_size);

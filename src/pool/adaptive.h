@@ -19,7 +19,6 @@
 #define TETHER__AD_SHIFT 40
 #define TETHER__AD_SUM_MASK ((UINT64_C(1) << TETHER__AD_SHIFT) - 1)
 #define TETHER__AD_SAMPLE_MAX UINT64_C(0xffffffff) /* a sample's cap, us */
-#define TETHER__AD_BASE_S 30 /* the baseline's window, seconds */
 
 typedef struct tether__adaptive {
     /* Written by every release of an adaptive pool: a line of its own. */
@@ -36,13 +35,10 @@ typedef struct tether__adaptive {
                                 tether_pool_max; changed under the lock */
     double limit;            /* the estimate; o.max_size is its rounding */
     double short_us;         /* the last window's mean hold time (0: none) */
-    double long_us;          /* the baseline: the least short_us of the last
-                                TETHER__AD_BASE_S seconds (0: none yet) */
-    double sec_min[TETHER__AD_BASE_S]; /* the least short_us of each
-                                          second, by second mod the size */
-    int64_t sec_at[TETHER__AD_BASE_S]; /* ... and that second */
-    int full_cap; /* no growth above this until full_until_ms (0:
-                     none) */
+    double long_us;          /* the baseline: an exponential average of short_us
+                                over about LONG_WINDOWS windows (0: none yet) */
+    int full_cap;            /* no growth above this until full_until_ms (0:
+                                none) */
     int64_t full_until_ms;
     int64_t full_hold_ms;    /* the next hold after a refusal (grows) */
     int64_t last_full_ms;    /* the last refusal applied */
