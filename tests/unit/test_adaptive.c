@@ -299,6 +299,89 @@ static void test_shrinks_on_57p03(void **state) {
     sim_pool_close(&f);
 }
 
+/* A fleet without a proxy: 4 pools of at most 10 share a server that
+ * admits 12. Each wants its whole ceiling; the first refusals bring them
+ * below the server's limit, and in the second half of a minute (virtual)
+ * refusals are rare and every pool still holds connections. */
+#define FLEET 4
+static void test_fleet_settles(void **state) {
+    (void)state;
+    tether_vclock *vc = tether_vclock_create(1000 * MS);
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    so.clock = tether_vclock_clock(vc);
+    so.max_connections = 12;
+    tether_sim *sim = NULL;
+    assert_int_equal(tether_sim_create(&sim, &so, NULL), 0);
+    tether_pool *p[FLEET];
+    held h[FLEET];
+    for (int i = 0; i < FLEET; i++) {
+        tether_pool_opts po;
+        tether_pool_opts_init(&po);
+        po.driver = tether_driver_sim();
+        po.driver_ctx = sim;
+        po.clock = so.clock;
+        po.max_size = 10;
+        po.limit = TETHER_POOL_LIMIT_ADAPTIVE;
+        po.use_breaker = 0; /* a pool with none out retries at once */
+        assert_int_equal(tether_pool_create(&p[i], &po, NULL), 0);
+        h[i].n = 0;
+    }
+    uint64_t refused_first = 0, refused_second = 0;
+    int least_held = 100;
+    for (int round = 0; round < 600; round++) { /* 100 ms each */
+        for (int i = 0; i < FLEET; i++) {       /* each takes what it may */
+            tether_lease *l;
+            while (h[i].n < metrics(p[i]).limit &&
+                   tether_pool_acquire(p[i], 1, &l, NULL) == 0)
+                h[i].l[h[i].n++] = l;
+            if (round >= 300)
+                least_held = TETHER__MIN(least_held, h[i].n);
+        }
+        tether_vclock_advance(vc, 10 * MS);
+        for (int i = 0; i < FLEET; i++)
+            release_all(&h[i]);
+        for (int i = 0; i < FLEET; i++) { /* held again through the pass */
+            tether_lease *l;
+            while (h[i].n < metrics(p[i]).limit &&
+                   tether_pool_acquire(p[i], 1, &l, NULL) == 0)
+                h[i].l[h[i].n++] = l;
+        }
+        tether_vclock_advance(vc, 90 * MS);
+        uint64_t refused = 0;
+        for (int i = 0; i < FLEET; i++) {
+            tether__pool_housekeep(p[i]);
+            refused += metrics(p[i]).connect_failures;
+        }
+        if (round == 299)
+            refused_first = refused;
+        if (round == 599)
+            refused_second = refused - refused_first;
+        tether_vclock_advance(vc, 10 * MS); /* held as long next round */
+        for (int i = 0; i < FLEET; i++)
+            release_all(&h[i]);
+    }
+    int sum = 0;
+    char each[64] = "";
+    for (int i = 0; i < FLEET; i++) {
+        sum += metrics(p[i]).limit;
+        snprintf(each + strlen(each), sizeof(each) - strlen(each), " %d",
+                 metrics(p[i]).limit);
+    }
+    printf("fleet: refusals %llu in the first 30 s, %llu in the second; "
+           "limits%s (sum %d); the least held in the second half %d\n",
+           (unsigned long long)refused_first,
+           (unsigned long long)refused_second, each, sum, least_held);
+    assert_true(refused_first >= 1);
+    assert_true(refused_second <= refused_first);
+    assert_true(refused_second <= 2 * FLEET);
+    assert_true(least_held >= 1); /* every pool is served */
+    for (int i = 0; i < FLEET; i++)
+        tether_pool_destroy(p[i]);
+    tether_sim_destroy(sim);
+    tether_vclock_destroy(vc);
+}
+
 /* A shrink with callers queued: the first waiter (its connect refused as
  * full) is served first, the second next, the excess closes as released,
  * and a waiter with a short deadline times out at it. */
@@ -458,6 +541,7 @@ int main(void) {
         cmocka_unit_test(test_shrinks_on_53300),
         cmocka_unit_test(test_shrinks_on_57p03),
         cmocka_unit_test(test_waiters_fifo_and_deadlines),
+        cmocka_unit_test(test_fleet_settles),
         cmocka_unit_test(test_resize_bounds),
         cmocka_unit_test(test_keyword),
         cmocka_unit_test(test_fixed_reports_max),
