@@ -6,8 +6,10 @@
  * it is not; it comes down when the hold time doubles and when the server
  * refuses a connect as full (53300, 57P03); it stays within min and max;
  * a shrink never takes a lease from its holder (the excess closes as it
- * is released), and waiters keep their order and their deadlines. Also the
- * keyword, and a fixed pool's figures. */
+ * is released), and waiters keep their order and their deadlines; one
+ * quick window does not set the baseline; a fleet of pools over one
+ * server settles below its limit. Also the keyword, and a fixed pool's
+ * figures. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
