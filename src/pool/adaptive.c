@@ -43,7 +43,6 @@ void tether__adaptive_init(tether_pool *p) {
         return;
     int first = clamp_int(START_LIMIT, atomic_load(&ad->floor), p->o.max_size);
     ad->limit = first;
-    ad->last_logged = first;
     p->o.max_size = first;
 }
 

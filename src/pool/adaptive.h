@@ -44,8 +44,6 @@ typedef struct tether__adaptive {
     int64_t last_full_ms;    /* the last refusal applied */
     uint64_t up, down, full; /* changes of the applied limit, and the
                                 refusals that brought it down */
-    int64_t last_log_ms;
-    int last_logged; /* the limit the last log line gave */
 } tether__adaptive;
 
 /* tether__adaptive_init sets p's adaptive state from its options (create;
@@ -66,7 +64,7 @@ static inline void tether__adaptive_hold(tether__adaptive *ad, uint64_t us) {
  * brings the limit down. */
 void tether__adaptive_full(tether_pool *p, const char *sqlstate);
 
-/* tether__adaptive_bound notes that a caller found the pool at its limit
+/* tether__adaptive_bound_locked notes that a caller found the pool at its limit
  * (lock held; the wait queue). */
 void tether__adaptive_bound_locked(tether_pool *p);
 
@@ -75,7 +73,7 @@ void tether__adaptive_bound_locked(tether_pool *p);
  * tether__pool_housekeep on a virtual clock). */
 void tether__adaptive_pass(tether_pool *p, int64_t now_ms);
 
-/* tether__adaptive_resize takes tether_pool_resize's min and max as the
+/* tether__adaptive_resize_locked takes tether_pool_resize's min and max as the
  * floor and ceiling of an adaptive pool (lock held) and sets o.max_size to
  * the limit within them. */
 void tether__adaptive_resize_locked(tether_pool *p, int min_size, int max_size);
