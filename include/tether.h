@@ -966,7 +966,8 @@ TETHER_API const char *tether_target_name(tether_target t);
  * retirements are spaced), leak threshold 0 (off), breaker preset
  * "blocking-period" (use_breaker 1), retry policy for tether_pool_run:
  * exponential 50 ms x2 to 1 s, full jitter, 3 attempts, deadline = the
- * acquire timeout; no reset query; real clock; seed 0. */
+ * acquire timeout; no reset query; real clock; seed 0; limit
+ * TETHER_POOL_LIMIT_FIXED (the pool holds up to max_size). */
 typedef struct tether_pool_opts {
     size_t size;                 /* sizeof, set by tether_pool_opts_init */
     const tether_driver *driver; /* required unless connector is set */
@@ -1019,10 +1020,23 @@ typedef struct tether_pool_opts {
                                        tether_pool_bytes_per_conn), and an
                                        acquire that finds no connection of
                                        its thread's idle scans them all */
-    int reserved_i_;                /* 0 */
+    int limit;                      /* how many connections the pool
+                                       may hold: TETHER_POOL_LIMIT_FIXED
+                                       (default): max_size;
+                                       TETHER_POOL_LIMIT_ADAPTIVE: a limit
+                                       between min_size (at least 1) and
+                                       max_size that follows the lease
+                                       hold time and the server's "too many
+                                       connections" (docs/pool.md,
+                                       "Adaptive limit") */
     uint64_t reserved_[2];          /* room to grow without moving the fields of
                                        the options that embed this struct; 0 */
 } tether_pool_opts;
+
+/* tether_pool_opts.limit's values (conninfo tether_pool_limit=fixed or
+ * adaptive). */
+#define TETHER_POOL_LIMIT_FIXED 0
+#define TETHER_POOL_LIMIT_ADAPTIVE 1
 
 /* The longest pool name (tether_pool_opts.name, tether_pool_name), bytes. */
 #define TETHER_POOL_NAME_MAX 128
@@ -1352,6 +1366,17 @@ typedef struct tether_pool_metrics {
     uint64_t patroni_kicks;    /* refreshes asked for by a trigger */
     int patroni_members;       /* members in the list last known */
     int64_t patroni_age_ms;    /* since that list came; -1 none ever */
+    /* The limit (docs/pool.md, "Adaptive limit"). A fixed pool: limit =
+     * limit_max = max_size, limit_min = min_size, the rest 0. */
+    int limit_adaptive;       /* 1 with TETHER_POOL_LIMIT_ADAPTIVE */
+    int limit;                /* connections the pool may hold now */
+    int limit_min, limit_max; /* its floor and ceiling */
+    int64_t hold_short_us;    /* the last window's mean lease hold time */
+    int64_t hold_long_us;     /* its baseline (the long-run level) */
+    uint64_t limit_up;        /* changes of the limit upwards */
+    uint64_t limit_down;      /* ... downwards (latency or refusals) */
+    uint64_t limit_full;      /* connects refused as full (53300, 57P03)
+                                 that brought it down */
 } tether_pool_metrics;
 
 /* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds

@@ -197,6 +197,16 @@ static int put_pool(tether_pool *p, void *ctx) {
         (unsigned long long)m.connect_failures, (unsigned long long)m.leaks,
         tether_breaker_state_name(m.breaker_state),
         (long long)m.breaker_blocked_ms);
+    tether__admin_put(b,
+                      "\"limit\":%d,\"limit_mode\":\"%s\",\"limit_min\":%d,"
+                      "\"limit_max\":%d,\"hold_us\":%lld,\"hold_base_us\":%lld,"
+                      "\"limit_up\":%llu,\"limit_down\":%llu,"
+                      "\"limit_full\":%llu,",
+                      m.limit, m.limit_adaptive ? "adaptive" : "fixed",
+                      m.limit_min, m.limit_max, (long long)m.hold_short_us,
+                      (long long)m.hold_long_us, (unsigned long long)m.limit_up,
+                      (unsigned long long)m.limit_down,
+                      (unsigned long long)m.limit_full);
     put_hosts(b, p);
     tether_pool *r = tether_pool_read_side(p);
     tether__admin_put(b, ",\"read_side\":");

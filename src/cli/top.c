@@ -155,6 +155,22 @@ static void show_read(const screen *sc, const cli_json *d, const cli_json *p) {
          cli_json_num(d, p, "lag_checks", 0));
 }
 
+/* The adaptive limit's line (docs/pool.md, "Adaptive limit"). */
+static void show_limit(const screen *sc, const cli_json *d, const cli_json *p) {
+    const char *mode = cli_json_text(d, p, "limit_mode");
+    if (!mode || strcmp(mode, "adaptive") != 0)
+        return;
+    line(sc,
+         "  adaptive limit %.0f (%.0f..%.0f): hold %.2f ms, baseline %.2f "
+         "ms; changes up %.0f, down %.0f, server full %.0f",
+         cli_json_num(d, p, "limit", 0), cli_json_num(d, p, "limit_min", 0),
+         cli_json_num(d, p, "limit_max", 0),
+         cli_json_num(d, p, "hold_us", 0) / 1000.0,
+         cli_json_num(d, p, "hold_base_us", 0) / 1000.0,
+         cli_json_num(d, p, "limit_up", 0), cli_json_num(d, p, "limit_down", 0),
+         cli_json_num(d, p, "limit_full", 0));
+}
+
 static void show_held(const screen *sc, const cli_json *d, const cli_json *p) {
     const cli_json *held = cli_json_get(d, p, "held");
     if (!cli_json_num(d, p, "held_known", 0)) {
@@ -230,6 +246,7 @@ static void show(const screen *sc, const char *path, const cli_json *d) {
                  cli_json_num(d, p, "timeouts", 0), txt(d, p, "breaker"),
                  state);
         show_hosts(sc, d, p);
+        show_limit(sc, d, p);
         show_read(sc, d, p);
         show_held(sc, d, p);
     }

@@ -582,6 +582,10 @@ static int finish(run *r, void **conn, tether_error *err) {
 #define TRANSITION_MS 500
 #define BUSY_MAX_MS 60000
 
+void tether__connector_busy_fast(tether_connector *c) {
+    atomic_store(&c->busy_fast, 1);
+}
+
 static int default_pause(run *r, int64_t *delay) {
     tether_connector *c = r->c;
     if (c->cfg.pause_set || c->cfg.strategy == TETHER_STRATEGY_MIRRORING ||
@@ -592,6 +596,8 @@ static int default_pause(run *r, int64_t *delay) {
                      over the list Patroni gives by then (docs/patroni.md,
                      "Refresh"), until the login deadline */
         return c->disc ? 0 : 1;
+    if (atomic_load_explicit(&c->busy_fast, memory_order_relaxed))
+        return 1; /* the adaptive pool reacts to it (busy_fast) */
     if (!r->full) /* a transition: the same short window every pass */
         r->busy_w = TRANSITION_MS;
     else

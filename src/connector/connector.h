@@ -182,6 +182,10 @@ struct tether_connector {
     char *disc_list;              /* the list last set from it */
     unsigned disc_changes;        /* times it was set */
     struct retired *disc_retired; /* endpoint arrays it replaced */
+    /* A server refused as busy (53300, 57P03) ends the connect at once
+     * instead of pausing for the next pass (tether__connector_busy_fast:
+     * the adaptive pool's connector, docs/pool.md "Adaptive limit"). */
+    _Atomic int busy_fast;
 };
 
 /* tether__connector_discover starts c's discovery when its string names
@@ -206,6 +210,12 @@ void tether__connector_kick(tether_connector *c);
  * a replica of the Patroni list must be within to be in c's list for a
  * standby target (the routing pool's read side). */
 void tether__connector_set_lag_bytes(tether_connector *c, int64_t bytes);
+
+/* tether__connector_busy_fast makes a pass that found a server busy (53300,
+ * 57P03) end c's connect with that refusal instead of pausing for another
+ * pass: its pool reacts to it (the adaptive limit comes down, the caller
+ * waits for a release, the breaker paces a pool with none out). */
+void tether__connector_busy_fast(tether_connector *c);
 
 /* tether__connector_disc_stats fills s from c's discovery and returns 1,
  * or returns 0 when c has none. */

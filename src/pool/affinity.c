@@ -174,13 +174,15 @@ static int take_reserved(tether_pool *p, int i, uint64_t key,
         return lost_error(p, key, why, err);
     }
     atomic_fetch_add_explicit(&s->quick, 1, memory_order_relaxed);
-    if (p->leak_on) { /* as checkout records it (slot.c) */
+    if (p->track & TRACK_SITES) { /* as checkout records it (slot.c) */
         atomic_store_explicit(&s->file, file, memory_order_relaxed);
         atomic_store_explicit(&s->line, line, memory_order_relaxed);
         atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
         atomic_store_explicit(&s->acquired_ms, tether__pool_now(p),
                               memory_order_release);
     }
+    if (p->track & TRACK_HOLD) /* the adaptive limit's stamp */
+        s->taken_us = tether__pool_now_us(p);
     *out = mark_keyed(p, s, key, file, line);
     return 0;
 }

@@ -107,7 +107,8 @@ int tether_pool_holders(tether_pool *p, tether_pool_holder *out, int cap) {
     held_view v;
     if (view_held(p, now, &v))
         return 0;
-    if (!p->leak_on) { /* sites not recorded: one row of them all */
+    if (!(p->track &
+          TRACK_SITES)) { /* sites not recorded: one row of them all */
         int n = v.nused > 0;
         if (n) {
             memset(&out[0], 0, sizeof(out[0]));
@@ -135,7 +136,7 @@ void tether__pool_held_ages(tether_pool *p, int *n, int64_t *oldest,
     *oldest = *median = 0;
     if (view_held(p, tether__pool_now(p), &v))
         return;
-    *n = p->leak_on ? v.nages : v.nused;
+    *n = (p->track & TRACK_SITES) ? v.nages : v.nused;
     if (v.nages) {
         *oldest = v.ages[v.nages - 1];
         *median = v.ages[v.nages / 2];
@@ -191,6 +192,10 @@ static void why_blocked(tether_pool *p, int64_t waited_ms, int paused,
     else if (failing)
         snprintf(dst, cap, "creation blocked: connects failing (%llu so far)",
                  (unsigned long long)atomic_load(&p->connect_failures));
+    else if (total >= max && p->ad.on)
+        snprintf(dst, cap,
+                 "creation blocked: adaptive limit %d reached (max %d)", max,
+                 p->ad.ceil);
     else if (total >= max)
         snprintf(dst, cap, "creation blocked: max size %d reached", max);
     else if (creating > 0)
@@ -221,7 +226,7 @@ int tether__pool_exhausted(tether_pool *p, int64_t waited_ms, tether_error *err,
             max);
     held_view v;
     if (view_held(p, now, &v) == 0) {
-        if (!p->leak_on) {
+        if (!(p->track & TRACK_SITES)) {
             add(msg, sizeof(msg),
                 "; %d of %d in use (their sites and ages are recorded with "
                 "tether_leak_threshold only)",

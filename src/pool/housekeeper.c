@@ -173,7 +173,8 @@ void tether__pool_housekeep(tether_pool *p) {
     }
     if (nbatch)
         keepalive_start(p, batch, nbatch);
-    tether__txn_expire(p, now); /* reservations past their bound */
+    tether__txn_expire(p, now);    /* reservations past their bound */
+    tether__adaptive_pass(p, now); /* the adaptive limit (adaptive.c) */
     tether__pool_fill(p);
     tether__pool_grant_due(p);
 }

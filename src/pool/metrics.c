@@ -54,6 +54,25 @@ static void disc_metrics(tether_pool *p, tether_pool_metrics *m) {
     m->patroni_age_ms = s.age_ms;
 }
 
+/* The limit (adaptive.c; docs/pool.md, "Adaptive limit"), lock held. An
+ * adaptive pool's max_size is its ceiling, o.max_size its limit. */
+static void limit_metrics(tether_pool *p, tether_pool_metrics *m) {
+    const tether__adaptive *ad = &p->ad;
+    m->limit = p->o.max_size;
+    m->limit_min = m->min_size;
+    m->limit_max = m->max_size;
+    if (!ad->on)
+        return;
+    m->limit_adaptive = 1;
+    m->limit_min = atomic_load(&ad->floor);
+    m->limit_max = m->max_size = atomic_load(&ad->ceil);
+    m->hold_short_us = (int64_t)ad->short_us;
+    m->hold_long_us = (int64_t)ad->long_us;
+    m->limit_up = ad->up;
+    m->limit_down = ad->down;
+    m->limit_full = ad->full;
+}
+
 static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     memset(m, 0, sizeof(*m));
     for (int i = 0; i < TETHER_HIST_BUCKETS; i++)
@@ -65,6 +84,7 @@ static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     m->creating = p->creating;
     m->min_size = p->o.min_size; /* tether_pool_resize changes them */
     m->max_size = p->o.max_size;
+    limit_metrics(p, m);
     pthread_mutex_unlock(&p->lock);
     m->waiters = tether__pool_queued(p);
     m->paused = atomic_load(&p->paused);
@@ -182,6 +202,21 @@ static void gauges(out *o, const char *l, const tether_pool_metrics *m) {
            "Median age of the leases held (0: none).");
     emit(o, "tether_pool_held_median_seconds{pool=\"%s\"} %.3f\n", l,
          (double)m->held_median_ms / 1000.0);
+    metric(o, "limit", "gauge",
+           "Connections the pool may hold now (adaptive: its current limit).");
+    emit(o, "tether_pool_limit{pool=\"%s\",mode=\"%s\"} %d\n", l,
+         m->limit_adaptive ? "adaptive" : "fixed", m->limit);
+    metric(o, "limit_min", "gauge", "The floor of the limit.");
+    emit(o, "tether_pool_limit_min{pool=\"%s\"} %d\n", l, m->limit_min);
+    metric(o, "limit_max", "gauge", "The ceiling of the limit.");
+    emit(o, "tether_pool_limit_max{pool=\"%s\"} %d\n", l, m->limit_max);
+    metric(o, "hold_seconds", "gauge",
+           "Adaptive limit's input: mean lease hold time, last window "
+           "(short) and its baseline (long).");
+    emit(o,
+         "tether_pool_hold_seconds{pool=\"%s\",window=\"short\"} %.6f\n"
+         "tether_pool_hold_seconds{pool=\"%s\",window=\"long\"} %.6f\n",
+         l, (double)m->hold_short_us / 1e6, l, (double)m->hold_long_us / 1e6);
     metric(o, "txn_reserved", "gauge",
            "Connections reserved to an open transaction's key.");
     emit(o, "tether_pool_txn_reserved{pool=\"%s\"} %d\n", l, m->txn_reserved);
@@ -234,6 +269,19 @@ static void counters(out *o, const char *l, const tether_pool_metrics *m,
             "Idle connections closed by evict, pause or shrink.", m->evicted);
     counter(o, l, "reconnects_total", "Rolling reconnects started.",
             m->reconnects);
+    metric(o, "limit_changes_total", "counter",
+           "Changes of the adaptive limit: up, down, and the refusals as "
+           "full (53300, 57P03) that brought it down.");
+    emit(o,
+         "tether_pool_limit_changes_total{pool=\"%s\",direction=\"up\"} "
+         "%llu\n"
+         "tether_pool_limit_changes_total{pool=\"%s\",direction=\"down\"} "
+         "%llu\n"
+         "tether_pool_limit_changes_total{pool=\"%s\",direction=\"full\"} "
+         "%llu\n",
+         l, (unsigned long long)m->limit_up, l,
+         (unsigned long long)m->limit_down, l,
+         (unsigned long long)m->limit_full);
     counter(o, l, "txn_reservations_total",
             "Keyed releases that reserved their connection to the key.",
             m->txn_reservations);

@@ -85,6 +85,9 @@ static int set_lag(void *base, const char *key, const char *v,
 
 static const char *const route_names[] = {"none", "read-write-split", NULL};
 
+/* tether_pool_limit: the index is tether_pool_opts.limit's value. */
+static const char *const limit_names[] = {"fixed", "adaptive", NULL};
+
 #define PK(f) offsetof(pool_keys, f)
 #define OPT(f) offsetof(pool_keys, o.f)
 
@@ -98,6 +101,9 @@ static const tether__keydef pool_keys_defs[] = {
     TETHER__KD_RANGE("tether_pool_max_limit", TETHER__KD_INT,
                      OPT(max_size_limit), 0, 100000,
                      "the most tether_pool_resize may raise the maximum to"),
+    TETHER__KD_NAMES("tether_pool_limit", OPT(limit), limit_names,
+                     "fixed: tether_pool_max; adaptive: a limit up to it that "
+                     "follows the server"),
     TETHER__KD("tether_pooling", TETHER__KD_BOOL, PK(pooling),
                "off: a pool of one connection"),
     TETHER__KD("tether_acquire_timeout", TETHER__KD_MS, OPT(acquire_timeout_ms),
@@ -277,6 +283,8 @@ static int open_side(tether_pool **out, const tether__conninfo *ci,
         return rc;
     }
     (*out)->own_connector = c;
+    if (o->limit == TETHER_POOL_LIMIT_ADAPTIVE) /* a refusal as full ends */
+        tether__connector_busy_fast(c); /* the connect: the limit reacts */
     (*out)->drain_ms = drain_ms > 0 ? drain_ms : -1; /* -1: no drain */
     return 0;
 }

@@ -60,7 +60,10 @@ int tether_pool_resize(tether_pool *p, int min_size, int max_size,
                                 "pool %s is closed", p->name);
     }
     p->o.min_size = min_size;
-    p->o.max_size = max_size;
+    if (p->ad.on) /* floor and ceiling of the adaptive limit (adaptive.c) */
+        tether__adaptive_resize_locked(p, min_size, max_size);
+    else
+        p->o.max_size = max_size;
     tether__pool_slow_locked(p);
     tether__pool_grant_locked(p); /* growing: waiters may create now */
     int over = p->total > max_size;

@@ -67,6 +67,11 @@ static int check_opts(const tether_pool_opts *o, tether_error *err) {
                        "want 0 (max_size) or max_size..100000");
     if (o->min_size < 0 || o->min_size > o->max_size)
         return bad_opt(err, "min_size", o->min_size, "want 0..max_size");
+    if (o->limit != TETHER_POOL_LIMIT_FIXED &&
+        o->limit != TETHER_POOL_LIMIT_ADAPTIVE)
+        return bad_opt(err, "limit", o->limit,
+                       "want TETHER_POOL_LIMIT_FIXED (0) or "
+                       "TETHER_POOL_LIMIT_ADAPTIVE (1)");
     if (o->max_creating < 1)
         return bad_opt(err, "max_creating", o->max_creating, "want >= 1");
     if (o->acquire_timeout_ms < 0 ||
@@ -214,7 +219,8 @@ int tether__pool_new(tether_pool **out, const tether_pool_opts *o,
     p->validate_idle_ms = o->validate_idle_ms;
     p->probe_idle_ms = o->probe_idle_ms;
     p->leak_threshold_ms = o->leak_threshold_ms;
-    p->leak_on = o->leak_threshold_ms > 0;
+    p->track = (o->leak_threshold_ms > 0 ? TRACK_SITES : 0) |
+               (o->limit == TETHER_POOL_LIMIT_ADAPTIVE ? TRACK_HOLD : 0);
     p->txn_timeout_ms = o->txn_reserve_timeout_ms > 0
                             ? o->txn_reserve_timeout_ms
                             : TETHER__TXN_RESERVE_MS;
@@ -224,6 +230,7 @@ int tether__pool_new(tether_pool **out, const tether_pool_opts *o,
     p->o.reset_query = p->reset_query;
     tether__rng_seed(&p->rng, o->seed);
     p->retire_gap_ms = o->max_lifetime_ms * 15 / 100 / o->max_size;
+    tether__adaptive_init(p); /* sets o.max_size to the first limit */
     for (int i = 0; i < p->nslots; i++) {
         p->slots[i].pool = p;
         atomic_init(&p->slots[i].acquired_ms, NOT_HELD);
@@ -294,7 +301,25 @@ static void count_create(tether_pool *p, int64_t us) {
 }
 
 __attribute__((noinline)) void
+tether__pool_lease_begin(tether_pool *p, tether__slot *s, const char *file,
+                         int line, int64_t now_ms) {
+    if (p->track & TRACK_SITES) {
+        atomic_store_explicit(&s->file, file, memory_order_relaxed);
+        atomic_store_explicit(&s->line, line, memory_order_relaxed);
+        atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->acquired_ms, now_ms, memory_order_release);
+    }
+    if (p->track & TRACK_HOLD) /* the adaptive limit's stamp */
+        s->taken_us = tether__pool_now_us(p);
+}
+
+__attribute__((noinline)) void
 tether__pool_lease_done(tether_pool *p, tether__slot *s, int64_t now_ms) {
+    if (p->track & TRACK_HOLD) /* the adaptive limit's sample */
+        tether__adaptive_hold(&p->ad,
+                              (uint32_t)(tether__pool_now_us(p) - s->taken_us));
+    if (!(p->track & TRACK_SITES))
+        return;
     int64_t since = atomic_exchange_explicit(&s->acquired_ms, NOT_HELD,
                                              memory_order_relaxed);
     if (since != NOT_HELD && now_ms >= since)
@@ -447,6 +472,11 @@ int tether__pool_connect_reserved(tether_pool *p, int permit, int64_t budget_ms,
         } else if (rc != TETHER_EOPEN) {
             atomic_fetch_add(&p->connect_failures, 1);
             atomic_store(&p->last_fail_ns, tether__mono_ns());
+            if (p->ad.on && err->cls == TETHER_CLASS_THROTTLED &&
+                (!strcmp(err->sqlstate, "53300") ||
+                 !strcmp(err->sqlstate, "57P03")))
+                tether__adaptive_full(p, err->sqlstate); /* the server is
+                                                            full */
         }
         return rc;
     }

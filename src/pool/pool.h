@@ -11,6 +11,7 @@
 #include "driver.h"
 #include "internal.h"
 #include "slot.h"
+#include "adaptive.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -49,7 +50,8 @@ struct tether_pool {
     _Atomic uint32_t gen;
     _Atomic int closing;
     unsigned char real_clock;
-    unsigned char leak_on; /* o.leak_threshold_ms > 0: record acquire sites */
+    unsigned char track; /* what checkout and release record of a lease:
+                            TRACK_SITES, TRACK_HOLD (0: nothing, one test) */
 
     /* Read-mostly: configuration and handles. */
     _Alignas(64) int nslots;
@@ -155,7 +157,19 @@ struct tether_pool {
      * recorded (tether__pool_lease_done). */
     _Atomic uint64_t use_hist[TETHER_HIST_BUCKETS];
     _Atomic uint64_t use_sum_us;
+
+    /* The adaptive limit (adaptive.c; docs/pool.md, "Adaptive limit"):
+     * with tether_pool_limit=adaptive, o.max_size is the current limit. */
+    tether__adaptive ad;
 };
+
+/* p->track's bits. TRACK_SITES: o.leak_threshold_ms > 0, checkout records
+ * the acquire site and time (leak detection, held.c). TRACK_HOLD: the
+ * adaptive limit (adaptive.c), checkout stamps the slot's taken_us and
+ * release counts the hold time. With neither, the fast path pays the one
+ * test of the byte it always paid for leak detection. */
+#define TRACK_SITES 1
+#define TRACK_HOLD 2
 
 /* What waiters carries on top of the queued callers while p->slow. */
 #define TETHER__SLOW_BIAS (1 << 30) /* above max_waiters' bound */
@@ -224,6 +238,15 @@ static inline int64_t tether__pool_now(const tether_pool *p) {
     if (p->real_clock)
         return tether__ticker_ms();
     return tether__now_ms(p->o.clock);
+}
+
+/* tether__pool_now_us returns the pool's time in microseconds, precise
+ * (the monotonic clock, or the configured clock): the adaptive limit's
+ * lease stamps, in checkout and release when TRACK_HOLD is set. */
+static inline uint32_t tether__pool_now_us(const tether_pool *p) {
+    int64_t ns =
+        p->real_clock ? tether__mono_ns() : p->o.clock->now_ns(p->o.clock->ctx);
+    return (uint32_t)(ns / 1000);
 }
 
 /* tether__pool_discard closes s's connection and frees the slot. The caller
@@ -341,6 +364,13 @@ extern const int64_t tether__hist_bounds_us[TETHER_HIST_BUCKETS];
  * -1) with err naming the value. */
 int tether__pool_acquire_limit(const tether_pool *p, int64_t timeout_ms,
                                int64_t *ms, tether_error *err);
+
+/* tether__pool_lease_begin records what p->track asks of a checkout of
+ * s at now_ms: the acquire site and time (leak detection), the hold's
+ * start (the adaptive limit). Out of line: the checkout's fast path pays
+ * only its test of p->track. */
+void tether__pool_lease_begin(tether_pool *p, tether__slot *s, const char *file,
+                              int line, int64_t now_ms);
 
 /* tether__pool_lease_done marks s no longer held and counts how long it
  * was (from its acquire to now_ms), with leak detection on only: the

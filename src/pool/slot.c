@@ -101,12 +101,8 @@ checkout(tether_pool *p, tether__slot *s, const char *file, int line,
         s->checked_ms = now;
         validated = 1;
     }
-    if (p->leak_on) {
-        atomic_store_explicit(&s->file, file, memory_order_relaxed);
-        atomic_store_explicit(&s->line, line, memory_order_relaxed);
-        atomic_store_explicit(&s->leak_reported, 0, memory_order_relaxed);
-        atomic_store_explicit(&s->acquired_ms, now, memory_order_release);
-    }
+    if (p->track) /* leak detection, the adaptive limit (pool.c) */
+        tether__pool_lease_begin(p, s, file, line, now);
     return validated;
 }
 
@@ -252,7 +248,7 @@ give_back(tether_pool *p, tether__slot *s) {
         return;
     }
     s->released_ms = s->checked_ms = tether__pool_now(p);
-    if (p->leak_on)
+    if (p->track) /* leak detection, the adaptive limit (pool.c) */
         tether__pool_lease_done(p, s, s->released_ms);
     note_last_used(p, s);
     tether__pool_put_idle(p, s);

@@ -79,6 +79,9 @@ struct tether__slot {
     void *lag_conn;
     int64_t lag_checked_ms;
     int lagging;
+    /* The adaptive limit (TRACK_HOLD): when the holder took it, in the
+     * pool's microseconds modulo 2^32 (tether__pool_now_us). */
+    uint32_t taken_us;
 } __attribute__((aligned(64)));
 
 /* A slot stays two lines with the routing fields. */

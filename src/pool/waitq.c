@@ -422,8 +422,11 @@ static int arrive_locked(tether_pool *p, int no_create, int64_t deadline_ns,
     int room = p->total < p->o.max_size && p->creating < p->o.max_creating &&
                (!no_create || p->total == 0);
     if (p->total > 0) { /* others out: no probe to wait for */
-        if (!room || p->nqueued)
+        if (!room || p->nqueued) {
+            if (p->ad.on && p->total >= p->o.max_size)
+                tether__adaptive_bound_locked(p); /* adaptive.c */
             return ARRIVE_QUEUE;
+        }
         *blocked_ms = breaker_blocked_ms(p);
         return *blocked_ms > 0 ? ARRIVE_QUEUE : ARRIVE_CREATE;
     }

@@ -460,9 +460,10 @@ static void test_kinds(void **state) {
     int npool = 0;
     for (size_t i = 0; (k = tether__conninfo_keyword(TETHER__KW_POOL, i)); i++)
         npool += strncmp(k, "tether_", 7) == 0;
-    assert_int_equal(npool, 24); /* 15 + 5 of read/write routing + drain
+    assert_int_equal(npool, 25); /* 15 + 5 of read/write routing + drain
                                   + txn_reserve_timeout + pool_max_limit
-                                  + the admin socket's (src/admin) */
+                                  + the admin socket's (src/admin)
+                                  + pool_limit */
 }
 
 /* rank: the order tether__keyword_at lists the kinds in. */
@@ -510,7 +511,7 @@ static void test_keyword_list(void **state) {
     assert_true(libpq > 15);
     /* endpoint, connector, discovery (src/discovery), pool (the admin
      * socket's too) */
-    assert_int_equal(n - libpq, 3 + 9 + 3 + 24);
+    assert_int_equal(n - libpq, 3 + 9 + 3 + 25);
     assert_int_equal(tether__keyword_at((size_t)n, &kw), -1);
     /* The public list is the same one. */
     tether_keyword pub;
