@@ -7,11 +7,17 @@
  * 53300 refusals its connects met, and the pool's limit over time when the
  * pool exposes one.
  *
- *   bench_adaptive --conninfo C --sql SQL [--threads T] [--seconds S]
- *                  [--warmup W] [--start-at MS] [--sample-ms MS]
- *                  [--timeout-ms MS] [--limit-metric NAME] [--json]
+ *   bench_adaptive --conninfo C --sql SQL [--sql SQL2 ...] [--threads T]
+ *                  [--seconds S] [--warmup W] [--start-at MS]
+ *                  [--sample-ms MS] [--timeout-ms MS]
+ *                  [--limit-metric NAME] [--json]
  *   bench_adaptive --conninfo C --check
  *
+ * With several --sql (at most 8) the statements take turns on the same
+ * pool, each with its warm-up and window, and each gets its own report
+ * (one JSON line each, "index" its place): the pool is not touched
+ * between them, so an adaptive limit carries what it learnt from one to
+ * the next.
  * --start-at MS (CLOCK_REALTIME milliseconds) starts the measured window
  * at that instant instead of after W seconds, so that the processes of a
  * fleet (bench/run-adaptive) measure the same window. --check only opens
@@ -50,24 +56,35 @@
 #define MAX_CODES 64 /* -code of a TETHER_E* code, counted below this */
 #define PROM_CAP (256 * 1024)
 
-/* The phases of the run: warm-up, the measured window, after it. */
+/* The phases of each statement's turn: warm-up, the measured window, after
+ * it; cur is the statement running (--sql given more than once: in turn,
+ * on the same pool). */
 enum { PH_WARMUP, PH_WINDOW, PH_DONE };
+#define MAX_SQL 8
 static _Atomic int phase;
+static _Atomic int cur;
 static _Atomic int stop;
 
-/* The connect events the pool reports (tether_pool_open's on_event). */
-static _Atomic uint64_t refused_warmup, refused_window; /* 53300 */
-static _Atomic uint64_t connects_window;
+/* The connect events the pool reports (tether_pool_open's on_event), by
+ * statement. */
+static _Atomic uint64_t refused_warmup[MAX_SQL], refused_window[MAX_SQL];
+static _Atomic uint64_t connects_window[MAX_SQL]; /* 53300 refusals, and
+                                                     connects made */
+
+/* One thread's figures for one statement's window. */
+struct stats {
+    lat_hist hist;
+    uint64_t ops, errors, run53300;
+    uint64_t codes[MAX_CODES];
+    char first_error[256];
+};
 
 struct worker {
     pthread_t tid;
     tether_pool *pool;
-    const char *sql;
+    const char *const *sql; /* the statements, by index (cur) */
     int64_t timeout_ms;
-    lat_hist hist; /* window only */
-    uint64_t ops, errors, run53300;
-    uint64_t codes[MAX_CODES];
-    char first_error[256];
+    struct stats *st; /* one per statement */
     /* read by the sampler while the thread runs: every op, warm-up too */
     _Atomic uint64_t all_ops, all_lat_ns;
 };
@@ -91,11 +108,12 @@ static bool is_53300(const char *msg) {
 static void on_connect(void *ctx, const tether_connect_event *ev) {
     (void)ctx;
     int ph = atomic_load_explicit(&phase, memory_order_relaxed);
+    int k = atomic_load_explicit(&cur, memory_order_relaxed);
     if (ev->phase == TETHER_PHASE_FAIL && is_53300(ev->message))
-        atomic_fetch_add(ph == PH_WARMUP ? &refused_warmup : &refused_window,
-                         1);
+        atomic_fetch_add(
+            ph == PH_WINDOW ? &refused_window[k] : &refused_warmup[k], 1);
     else if (ev->phase == TETHER_PHASE_OK && ph == PH_WINDOW)
-        atomic_fetch_add(&connects_window, 1);
+        atomic_fetch_add(&connects_window[k], 1);
 }
 
 static int work(void *handle, void *arg, const tether_attempt *a,
@@ -112,26 +130,31 @@ static void *worker_main(void *arg) {
     tether_error err;
     pthread_barrier_wait(&start);
     while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+        int k = atomic_load_explicit(&cur, memory_order_relaxed);
         uint64_t t0 = bench_now_ns();
         int rc = tether_pool_run_for(w->pool, 0, w->timeout_ms, work,
-                                     (void *)w->sql, &err);
+                                     (void *)w->sql[k], &err);
         uint64_t dt = bench_now_ns() - t0;
         atomic_fetch_add_explicit(&w->all_ops, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&w->all_lat_ns, dt, memory_order_relaxed);
-        if (atomic_load_explicit(&phase, memory_order_relaxed) != PH_WINDOW)
+        /* counted in statement k's window only, and only if it ended
+         * there */
+        if (atomic_load_explicit(&phase, memory_order_relaxed) != PH_WINDOW ||
+            atomic_load_explicit(&cur, memory_order_relaxed) != k)
             continue;
+        struct stats *st = &w->st[k];
         if (rc == 0) {
-            lat_hist_add(&w->hist, dt);
-            w->ops++;
+            lat_hist_add(&st->hist, dt);
+            st->ops++;
             continue;
         }
-        w->errors++;
+        st->errors++;
         if (-rc > 0 && -rc < MAX_CODES)
-            w->codes[-rc]++;
+            st->codes[-rc]++;
         if (!strcmp(err.sqlstate, "53300"))
-            w->run53300++;
-        if (!w->first_error[0])
-            snprintf(w->first_error, sizeof w->first_error, "%s: %.200s",
+            st->run53300++;
+        if (!st->first_error[0])
+            snprintf(st->first_error, sizeof st->first_error, "%s: %.200s",
                      tether_errname(rc), err.message);
     }
     return NULL;
@@ -140,9 +163,8 @@ static void *worker_main(void *arg) {
 /* ---- the pool's limit, from its Prometheus text ----------------------- */
 
 struct sample {
-    int64_t wall_ms, t_ms; /* t_ms: from the window's start (set at the
-                              end; negative in the warm-up) */
-    double limit;          /* NAN-free: has_limit says */
+    int64_t wall_ms; /* CLOCK_REALTIME */
+    double limit;    /* NAN-free: has_limit says */
     int has_limit, in_use, total, waiters, creating;
     uint64_t ops, lat_ns; /* in the interval */
 };
@@ -301,15 +323,16 @@ static void print_limit_metrics(const char *text) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f,
-            "usage: %s --conninfo C --sql SQL [--threads T] [--seconds S]\n"
-            "         [--warmup W] [--start-at MS] [--sample-ms MS]\n"
-            "         [--timeout-ms MS] [--limit-metric NAME] [--json]\n"
-            "       %s --conninfo C --check\n"
-            "  defaults: 64 threads, 5 s, warm-up 1 s, samples every 250 "
-            "ms,\n"
-            "  acquire+statement timeout 10000 ms\n",
-            PROG, PROG);
+    fprintf(
+        f,
+        "usage: %s --conninfo C --sql SQL [--sql SQL2 ...] [--threads T]\n"
+        "         [--seconds S] [--warmup W] [--start-at MS] [--sample-ms MS]\n"
+        "         [--timeout-ms MS] [--limit-metric NAME] [--json]\n"
+        "       %s --conninfo C --check\n"
+        "  defaults: 64 threads, 5 s, warm-up 1 s, samples every 250 "
+        "ms,\n"
+        "  acquire+statement timeout 10000 ms\n",
+        PROG, PROG);
 }
 
 static int parse_ms(const char *name, const char *s, int64_t min,
@@ -336,8 +359,168 @@ static int parse_secs(const char *name, const char *s, double min,
     return 0;
 }
 
+/* One statement's window: when it started (CLOCK_REALTIME ms), how long it
+ * ran, the pool's metrics at its ends. */
+struct window {
+    int64_t wall;
+    double elapsed;
+    tether_pool_metrics m0, m1;
+};
+
+static void json_string(const char *s) {
+    putchar('"');
+    for (const char *c = s; *c; c++)
+        if (*c == '"' || *c == '\\')
+            printf("\\%c", *c);
+        else if ((unsigned char)*c >= 0x20)
+            putchar(*c);
+    putchar('"');
+}
+
+/* Prints statement k's figures: a human block, or one JSON line. The
+ * samples shown are those after the previous statement's window (from
+ * the start for the first) up to the end of k's (to the end for the last),
+ * with t_ms from k's window's start. */
+static void report(int k, int nsql, const char *sql, int threads,
+                   const struct worker *w, struct sampler *sp,
+                   const struct window *win, int64_t sample_ms, int json) {
+    const struct window *wk = &win[k];
+    int64_t from =
+        k ? win[k - 1].wall + (int64_t)(win[k - 1].elapsed * 1000) : INT64_MIN;
+    int64_t to =
+        k + 1 < nsql ? wk->wall + (int64_t)(wk->elapsed * 1000) : INT64_MAX;
+    lat_hist *all = calloc(1, sizeof *all);
+    uint64_t ops = 0, errors = 0, run53300 = 0, codes[MAX_CODES] = {0};
+    const char *first_error = "";
+    for (int i = 0; i < threads; i++) {
+        const struct stats *st = &w[i].st[k];
+        if (all)
+            lat_hist_merge(all, &st->hist);
+        ops += st->ops;
+        errors += st->errors;
+        run53300 += st->run53300;
+        for (int c = 0; c < MAX_CODES; c++)
+            codes[c] += st->codes[c];
+        if (!*first_error && st->first_error[0])
+            first_error = st->first_error;
+    }
+    lat_summary ls = {0, 0, 0};
+    if (all)
+        ls = lat_hist_summary(all, 1e6); /* ms */
+    free(all);
+    double tps = (double)ops / wk->elapsed;
+    /* The limit over the window: min, max, last, mean of the samples. */
+    int has_limit = 0;
+    double lmin = 0, lmax = 0, llast = 0, lsum = 0;
+    int ln = 0;
+    for (size_t i = 0; i < sp->n; i++) {
+        const struct sample *x = &sp->s[i];
+        int64_t t = x->wall_ms - wk->wall;
+        if (!x->has_limit || t < 0 || (double)t > wk->elapsed * 1000)
+            continue;
+        if (!has_limit || x->limit < lmin)
+            lmin = x->limit;
+        if (!has_limit || x->limit > lmax)
+            lmax = x->limit;
+        has_limit = 1;
+        llast = x->limit;
+        lsum += x->limit;
+        ln++;
+    }
+    uint64_t rw = atomic_load(&refused_warmup[k]),
+             rr = atomic_load(&refused_window[k]),
+             cw = atomic_load(&connects_window[k]);
+
+    if (!json) {
+        printf("%s%s\n%d threads, %.1f s: %.1f tps, p50 %.3f ms, p99 %.3f ms, "
+               "max %.3f ms, %llu errors\n",
+               k ? "\n" : "", sql, threads, wk->elapsed, tps, ls.p50, ls.p99,
+               ls.max, (unsigned long long)errors);
+        if (*first_error)
+            printf("first error: %s\n", first_error);
+        printf("53300 refusals: %llu in the warm-up, %llu in the window; "
+               "%llu connects in the window\n",
+               (unsigned long long)rw, (unsigned long long)rr,
+               (unsigned long long)cw);
+        if (has_limit)
+            printf("limit (%s): min %g, max %g, mean %.2f, last %g\n",
+                   sp->found, lmin, lmax, lsum / ln, llast);
+        else
+            printf("limit: not exposed by this build's pool metrics\n");
+        printf("%-8s %-8s %-6s %-6s %-7s %-8s %s\n", "t_ms", "limit", "in_use",
+               "total", "waiters", "tps", "mean_ms");
+        for (size_t i = 0; i < sp->n; i++) {
+            const struct sample *x = &sp->s[i];
+            if (x->wall_ms <= from || x->wall_ms > to)
+                continue;
+            char lim[32] = "-";
+            if (x->has_limit)
+                snprintf(lim, sizeof lim, "%g", x->limit);
+            printf("%-8lld %-8s %-6d %-6d %-7d %-8.0f %.3f\n",
+                   (long long)(x->wall_ms - wk->wall), lim, x->in_use, x->total,
+                   x->waiters, (double)x->ops * 1000 / (double)sample_ms,
+                   x->ops ? (double)x->lat_ns / (double)x->ops / 1e6 : 0.0);
+        }
+        return;
+    }
+    printf("{\"index\":%d,\"statements\":%d,\"threads\":%d,\"seconds\":%.3f,"
+           "\"ops\":%llu,\"tps\":%.2f,\"p50_ms\":%.4f,\"p99_ms\":%.4f,"
+           "\"max_ms\":%.4f,\"errors\":%llu,\"errors_by_code\":{",
+           k, nsql, threads, wk->elapsed, (unsigned long long)ops, tps, ls.p50,
+           ls.p99, ls.max, (unsigned long long)errors);
+    int first = 1;
+    for (int c = 1; c < MAX_CODES; c++)
+        if (codes[c]) {
+            printf("%s\"%s\":%llu", first ? "" : ",", tether_errname(-c),
+                   (unsigned long long)codes[c]);
+            first = 0;
+        }
+    printf("},\"first_error\":");
+    json_string(first_error);
+    printf(
+        ",\"run_53300\":%llu,\"refused_53300_warmup\":%llu,"
+        "\"refused_53300\":%llu,\"connects\":%llu,"
+        "\"connect_failures\":%llu,\"max_size\":%d,",
+        (unsigned long long)run53300, (unsigned long long)rw,
+        (unsigned long long)rr, (unsigned long long)cw,
+        (unsigned long long)(wk->m1.connect_failures - wk->m0.connect_failures),
+        wk->m1.max_size);
+    if (has_limit)
+        printf("\"limit_metric\":\"%s\",\"limit_min\":%g,\"limit_max\":%g,"
+               "\"limit_mean\":%.3f,\"limit_last\":%g,",
+               sp->found, lmin, lmax, lsum / ln, llast);
+    else
+        printf("\"limit_metric\":null,\"limit_min\":null,\"limit_max\":"
+               "null,\"limit_mean\":null,\"limit_last\":null,");
+    printf("\"limit_metrics\":");
+    print_limit_metrics(sp->buf);
+    /* [wall_ms, t_ms, limit|null, in_use, total, waiters, ops, mean_ms,
+     * creating]: total counts the connects in progress (creating) too */
+    printf(",\"sample_ms\":%lld,\"samples\":[", (long long)sample_ms);
+    first = 1;
+    for (size_t i = 0; i < sp->n; i++) {
+        const struct sample *x = &sp->s[i];
+        if (x->wall_ms <= from || x->wall_ms > to)
+            continue;
+        printf("%s[%lld,%lld,", first ? "" : ",", (long long)x->wall_ms,
+               (long long)(x->wall_ms - wk->wall));
+        first = 0;
+        if (x->has_limit)
+            printf("%g", x->limit);
+        else
+            printf("null");
+        printf(",%d,%d,%d,%llu,%.3f,%d]", x->in_use, x->total, x->waiters,
+               (unsigned long long)x->ops,
+               x->ops ? (double)x->lat_ns / (double)x->ops / 1e6 : 0.0,
+               x->creating);
+    }
+    printf("]}\n");
+}
+
 int main(int argc, char **argv) {
-    const char *conninfo = NULL, *sql = NULL, *metric = "";
+    const char *conninfo = NULL, *metric = "";
+    const char *sql[MAX_SQL];
+    int nsql = 0;
     int threads = 64, json = 0, check = 0;
     double seconds = 5, warmup = 1;
     int64_t start_at = 0, sample_ms = 250, timeout_ms = 10000;
@@ -364,9 +547,13 @@ int main(int argc, char **argv) {
         int rc = 0;
         if (!strcmp(a, "--conninfo"))
             conninfo = v;
-        else if (!strcmp(a, "--sql"))
-            sql = v;
-        else if (!strcmp(a, "--limit-metric"))
+        else if (!strcmp(a, "--sql")) {
+            if (nsql == MAX_SQL) {
+                fprintf(stderr, "%s: at most %d --sql\n", PROG, MAX_SQL);
+                return 2;
+            }
+            sql[nsql++] = v;
+        } else if (!strcmp(a, "--limit-metric"))
             metric = v;
         else if (!strcmp(a, "--threads"))
             rc = bench_parse_int(PROG, "--threads", v, 4096, &threads);
@@ -388,7 +575,7 @@ int main(int argc, char **argv) {
         if (rc)
             return 2;
     }
-    if (!conninfo || (!sql && !check)) {
+    if (!conninfo || (!nsql && !check)) {
         fprintf(stderr, "%s: --conninfo and --sql are required\n", PROG);
         usage(stderr);
         return 2;
@@ -414,7 +601,7 @@ int main(int argc, char **argv) {
     struct worker *w = calloc((size_t)threads, sizeof *w);
     struct sampler sp;
     memset(&sp, 0, sizeof sp);
-    double total_s = seconds + warmup + 5;
+    double total_s = (seconds + warmup) * nsql + 5;
     if (start_at)
         total_s += (double)(start_at - wall_ms()) / 1000;
     sp.cap = (size_t)(total_s * 1000 / (double)sample_ms) + 16;
@@ -428,6 +615,11 @@ int main(int argc, char **argv) {
         w[i].pool = pool;
         w[i].sql = sql;
         w[i].timeout_ms = timeout_ms;
+        w[i].st = calloc((size_t)nsql, sizeof *w[i].st);
+        if (!w[i].st) {
+            fprintf(stderr, "%s: out of memory\n", PROG);
+            return 1;
+        }
     }
     sp.pool = pool;
     sp.w = w;
@@ -443,155 +635,39 @@ int main(int argc, char **argv) {
         return 1;
     }
     pthread_barrier_wait(&start);
-    if (start_at) {
-        int64_t d = start_at - wall_ms();
-        if (d > 0)
-            bench_sleep_for((double)d / 1000);
-    } else if (warmup > 0) {
-        bench_sleep_for(warmup);
+    struct window win[MAX_SQL];
+    for (int k = 0; k < nsql; k++) {
+        atomic_store(&cur, k);
+        if (k == 0 && start_at) {
+            int64_t d = start_at - wall_ms();
+            if (d > 0)
+                bench_sleep_for((double)d / 1000);
+        } else if (warmup > 0) {
+            bench_sleep_for(warmup);
+        }
+        tether_pool_metrics_get(pool, &win[k].m0);
+        win[k].wall = wall_ms();
+        uint64_t t0 = bench_now_ns();
+        atomic_store(&phase, PH_WINDOW);
+        bench_sleep_for(seconds);
+        atomic_store(&phase, k + 1 < nsql ? PH_WARMUP : PH_DONE);
+        win[k].elapsed = (double)(bench_now_ns() - t0) / 1e9;
+        tether_pool_metrics_get(pool, &win[k].m1);
     }
-    tether_pool_metrics m0, m1;
-    tether_pool_metrics_get(pool, &m0);
-    int64_t window_wall = wall_ms();
-    uint64_t t0 = bench_now_ns();
-    atomic_store(&phase, PH_WINDOW);
-    bench_sleep_for(seconds);
-    atomic_store(&phase, PH_DONE);
-    double elapsed = (double)(bench_now_ns() - t0) / 1e9;
-    tether_pool_metrics_get(pool, &m1);
     atomic_store(&stop, 1);
     for (int i = 0; i < threads; i++)
         pthread_join(w[i].tid, NULL);
     pthread_join(sp.tid, NULL);
 
-    for (size_t i = 0; i < sp.n; i++)
-        sp.s[i].t_ms = sp.s[i].wall_ms - window_wall;
-    lat_hist *all = calloc(1, sizeof *all);
-    uint64_t ops = 0, errors = 0, run53300 = 0, codes[MAX_CODES] = {0};
-    const char *first_error = "";
-    for (int i = 0; i < threads; i++) {
-        lat_hist_merge(all, &w[i].hist);
-        ops += w[i].ops;
-        errors += w[i].errors;
-        run53300 += w[i].run53300;
-        for (int c = 0; c < MAX_CODES; c++)
-            codes[c] += w[i].codes[c];
-        if (!*first_error && w[i].first_error[0])
-            first_error = w[i].first_error;
-    }
-    lat_summary ls = lat_hist_summary(all, 1e6); /* ms */
-    double tps = (double)ops / elapsed;
-    /* The limit over the window: min, max, last, mean of the samples. */
-    int has_limit = 0;
-    double lmin = 0, lmax = 0, llast = 0, lsum = 0;
-    int ln = 0;
-    for (size_t i = 0; i < sp.n; i++) {
-        if (!sp.s[i].has_limit || sp.s[i].t_ms < 0 ||
-            (double)sp.s[i].t_ms > elapsed * 1000)
-            continue;
-        double v = sp.s[i].limit;
-        if (!has_limit || v < lmin)
-            lmin = v;
-        if (!has_limit || v > lmax)
-            lmax = v;
-        has_limit = 1;
-        llast = v;
-        lsum += v;
-        ln++;
-    }
     size_t plen = tether_pool_metrics_prometheus(pool, sp.buf, PROM_CAP);
     if (plen >= PROM_CAP)
         sp.buf[0] = '\0';
-
-    if (!json) {
-        printf("%d threads, %.1f s: %.1f tps, p50 %.3f ms, p99 %.3f ms, max "
-               "%.3f ms, %llu errors%s%s\n",
-               threads, elapsed, tps, ls.p50, ls.p99, ls.max,
-               (unsigned long long)errors, *first_error ? " (first: " : "",
-               *first_error ? first_error : "");
-        if (*first_error)
-            printf(")\n");
-        printf("53300 refusals: %llu in the warm-up, %llu in the window; "
-               "%llu connects in the window\n",
-               (unsigned long long)atomic_load(&refused_warmup),
-               (unsigned long long)atomic_load(&refused_window),
-               (unsigned long long)atomic_load(&connects_window));
-        if (has_limit)
-            printf("limit (%s): min %g, max %g, mean %.2f, last %g\n", sp.found,
-                   lmin, lmax, lsum / ln, llast);
-        else
-            printf("limit: not exposed by this build's pool metrics\n");
-        printf("%-8s %-8s %-6s %-6s %-7s %-8s %s\n", "t_ms", "limit", "in_use",
-               "total", "waiters", "tps", "mean_ms");
-        for (size_t i = 0; i < sp.n; i++) {
-            const struct sample *s = &sp.s[i];
-            char lim[32] = "-";
-            if (s->has_limit)
-                snprintf(lim, sizeof lim, "%g", s->limit);
-            printf("%-8lld %-8s %-6d %-6d %-7d %-8.0f %.3f\n",
-                   (long long)s->t_ms, lim, s->in_use, s->total, s->waiters,
-                   (double)s->ops * 1000 / (double)sample_ms,
-                   s->ops ? (double)s->lat_ns / (double)s->ops / 1e6 : 0.0);
-        }
-    } else {
-        printf("{\"threads\":%d,\"seconds\":%.3f,\"ops\":%llu,\"tps\":%.2f,"
-               "\"p50_ms\":%.4f,\"p99_ms\":%.4f,\"max_ms\":%.4f,"
-               "\"errors\":%llu,\"errors_by_code\":{",
-               threads, elapsed, (unsigned long long)ops, tps, ls.p50, ls.p99,
-               ls.max, (unsigned long long)errors);
-        int first = 1;
-        for (int c = 1; c < MAX_CODES; c++)
-            if (codes[c]) {
-                printf("%s\"%s\":%llu", first ? "" : ",", tether_errname(-c),
-                       (unsigned long long)codes[c]);
-                first = 0;
-            }
-        printf("},\"first_error\":\"");
-        for (const char *c = first_error; *c; c++)
-            if (*c == '"' || *c == '\\')
-                printf("\\%c", *c);
-            else if ((unsigned char)*c >= 0x20)
-                putchar(*c);
-        printf("\",\"run_53300\":%llu,\"refused_53300_warmup\":%llu,"
-               "\"refused_53300\":%llu,\"connects\":%llu,"
-               "\"connect_failures\":%llu,\"max_size\":%d,",
-               (unsigned long long)run53300,
-               (unsigned long long)atomic_load(&refused_warmup),
-               (unsigned long long)atomic_load(&refused_window),
-               (unsigned long long)atomic_load(&connects_window),
-               (unsigned long long)(m1.connect_failures - m0.connect_failures),
-               m1.max_size);
-        if (has_limit)
-            printf("\"limit_metric\":\"%s\",\"limit_min\":%g,\"limit_max\":%g,"
-                   "\"limit_mean\":%.3f,\"limit_last\":%g,",
-                   sp.found, lmin, lmax, lsum / ln, llast);
-        else
-            printf("\"limit_metric\":null,\"limit_min\":null,\"limit_max\":"
-                   "null,\"limit_mean\":null,\"limit_last\":null,");
-        printf("\"limit_metrics\":");
-        print_limit_metrics(sp.buf);
-        /* [wall_ms, t_ms, limit|null, in_use, total, waiters, ops,
-         * mean_ms, creating]: total counts the connects in progress
-         * (creating) too */
-        printf(",\"sample_ms\":%lld,\"samples\":[", (long long)sample_ms);
-        for (size_t i = 0; i < sp.n; i++) {
-            const struct sample *s = &sp.s[i];
-            printf("%s[%lld,%lld,", i ? "," : "", (long long)s->wall_ms,
-                   (long long)s->t_ms);
-            if (s->has_limit)
-                printf("%g", s->limit);
-            else
-                printf("null");
-            printf(",%d,%d,%d,%llu,%.3f,%d]", s->in_use, s->total, s->waiters,
-                   (unsigned long long)s->ops,
-                   s->ops ? (double)s->lat_ns / (double)s->ops / 1e6 : 0.0,
-                   s->creating);
-        }
-        printf("]}\n");
-    }
+    for (int k = 0; k < nsql; k++)
+        report(k, nsql, sql[k], threads, w, &sp, win, sample_ms, json);
     fflush(stdout);
     tether_pool_destroy(pool);
-    free(all);
+    for (int i = 0; i < threads; i++)
+        free(w[i].st);
     free(sp.s);
     free(sp.buf);
     free(w);
