@@ -43,6 +43,7 @@
 #include <tether_pq.h>
 
 #include <libpq-fe.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -164,10 +165,27 @@ static void *worker_main(void *arg) {
 
 struct sample {
     int64_t wall_ms; /* CLOCK_REALTIME */
-    double limit;    /* NAN-free: has_limit says */
+    double limit;    /* valid when has_limit */
     int has_limit, in_use, total, waiters, creating;
     uint64_t ops, lat_ns; /* in the interval */
 };
+
+/* The space before the value on a line of len bytes (the last one: a
+ * label's value may hold spaces), or NULL. */
+static const char *value_space(const char *l, size_t len) {
+    for (size_t i = len; i > 0; i--)
+        if (l[i - 1] == ' ')
+            return l + i - 1;
+    return NULL;
+}
+
+/* A number as JSON: null unless finite. */
+static void json_number(double v) {
+    if (isfinite(v))
+        printf("%.6g", v);
+    else
+        printf("null");
+}
 
 /* The value of metric name in text (the first series), or -1 if absent.
  * With name "" (auto): tether_pool_limit, else the first metric whose name
@@ -183,8 +201,8 @@ static int prom_value(const char *text, const char *name, double *out,
         size_t len = e ? (size_t)(e - l) : strlen(l);
         if (*l != '#') {
             size_t n = strcspn(l, "{ ");
-            const char *sp = memchr(l, ' ', len);
-            if (n <= len && sp) {
+            const char *sp = value_space(l, len);
+            if (n <= len && sp && isfinite(strtod(sp + 1, NULL))) {
                 double v = strtod(sp + 1, NULL);
                 if (*name) {
                     if (n == strlen(name) && !strncmp(l, name, n)) {
@@ -302,7 +320,7 @@ static void print_limit_metrics(const char *text) {
         const char *e = strchr(l, '\n');
         size_t len = e ? (size_t)(e - l) : strlen(l);
         size_t n = strcspn(l, "{ ");
-        const char *sp = memchr(l, ' ', len);
+        const char *sp = value_space(l, len);
         if (*l != '#' && sp && n < 128) {
             char nm[128];
             snprintf(nm, sizeof nm, "%.*s", (int)n, l);
@@ -312,8 +330,8 @@ static void print_limit_metrics(const char *text) {
             if (!dup && nseen < 32 &&
                 (strstr(nm, "limit") || strstr(nm, "adaptive") ||
                  strstr(nm, "rtt"))) {
-                printf("%s\"%s\":%.6g", nseen ? "," : "", nm,
-                       strtod(sp + 1, NULL));
+                printf("%s\"%s\":", nseen ? "," : "", nm);
+                json_number(strtod(sp + 1, NULL));
                 snprintf(seen[nseen++], sizeof seen[0], "%s", nm);
             }
         }
