@@ -28,9 +28,11 @@
  * (tether_pool_metrics_prometheus), so this program builds whether or not
  * the library has an adaptive limit: the metric named by --limit-metric
  * (default: tether_pool_limit, else the first gauge with "limit" in its
- * name); every metric whose name holds "limit", "adaptive" or "rtt" is
- * printed at the end. Without one, the limit is null and only the pool's
- * connections in use and open are sampled.
+ * name); every metric whose name holds "limit", "adaptive", "rtt" or
+ * "hold_seconds" is printed at the end. Without one, the limit is null
+ * and only the pool's connections in use and open are sampled. (With a
+ * library that has tether_pool_limit, a fixed pool's limit is its
+ * maximum.)
  *
  * Exit status: 0 after a run (whatever errors it counted), 1 when it could
  * not run, 2 for bad arguments, 3 when the connection string is refused
@@ -310,8 +312,9 @@ static void *sampler_main(void *arg) {
     return NULL;
 }
 
-/* Every metric whose name holds limit, adaptive or rtt, as JSON members
- * ("name": value, the first series of each), for the reader. */
+/* Every metric whose name holds limit, adaptive, rtt or hold_seconds (the
+ * adaptive limit's inputs, docs/metrics.md), as JSON members ("name":
+ * value, the first series of each), for the reader. */
 static void print_limit_metrics(const char *text) {
     char seen[32][128];
     int nseen = 0;
@@ -329,7 +332,7 @@ static void print_limit_metrics(const char *text) {
                 dup = dup || !strcmp(seen[i], nm);
             if (!dup && nseen < 32 &&
                 (strstr(nm, "limit") || strstr(nm, "adaptive") ||
-                 strstr(nm, "rtt"))) {
+                 strstr(nm, "rtt") || strstr(nm, "hold_seconds"))) {
                 printf("%s\"%s\":", nseen ? "," : "", nm);
                 json_number(strtod(sp + 1, NULL));
                 snprintf(seen[nseen++], sizeof seen[0], "%s", nm);
