@@ -15,6 +15,7 @@
  * stdout. The cluster is stopped and removed at the end, on Ctrl-C and on
  * failure. */
 #include "cli.h"
+#include "faults.h"
 #include "lab.h"
 #include "tether_pq.h"
 
@@ -110,28 +111,8 @@ static int sleep_until(int64_t t) {
  * running tether (../libexec/tether, libexec/tether), as the demo finds
  * scripts/pg-cluster (src/lab/faults.c). */
 static int find_ctl(void) {
-    const char *e = getenv("TETHER_PATRONI_CLUSTER");
-    if (e && *e) {
-        snprintf(P.ctl, sizeof(P.ctl), "%s", e);
-        return access(P.ctl, X_OK);
-    }
-    char exe[PATH_MAX];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-    if (len <= 0)
-        return -1;
-    exe[len] = '\0';
-    char *slash = strrchr(exe, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    static const char *const dirs[] = {"../libexec/tether", "libexec/tether"};
-    for (size_t i = 0; i < 2; i++) {
-        int k = snprintf(P.ctl, sizeof(P.ctl), "%s/%s/patroni-cluster", exe,
-                         dirs[i]);
-        if (k > 0 && (size_t)k < sizeof(P.ctl) && access(P.ctl, X_OK) == 0)
-            return 0;
-    }
-    return -1;
+    return fault_find_tool("TETHER_PATRONI_CLUSTER", "patroni-cluster", P.ctl,
+                           sizeof(P.ctl));
 }
 
 /* Runs the cluster script with args (NULL-terminated); its stderr to ours

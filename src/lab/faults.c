@@ -115,9 +115,7 @@ int fault_schedule_random(fault_event *ev, int max, int64_t total_ms,
 static const char *const tool_dirs[] = {"../libexec/tether", "libexec/tether"};
 #define TOOL_DIRS_TEXT "../libexec/tether/ and libexec/tether/ beside tether"
 
-/* A helper program: $env, else the first of tool_dirs beside the running
- * tether that holds an executable name. */
-static int find_tool(const char *env, const char *name, char *out, size_t n) {
+int fault_find_tool(const char *env, const char *name, char *out, size_t n) {
     const char *e = getenv(env);
     if (e && *e) {
         snprintf(out, n, "%s", e);
@@ -330,15 +328,15 @@ static int proxy_mode(const fault_cluster *c, int node, const char *mode) {
 
 int fault_cluster_start(fault_cluster *c, int proxies, char *why, size_t n) {
     memset(c, 0, sizeof(*c));
-    if (find_tool("TETHER_PG_CLUSTER", "pg-cluster", c->ctl, sizeof(c->ctl)) !=
-        0) {
+    if (fault_find_tool("TETHER_PG_CLUSTER", "pg-cluster", c->ctl,
+                        sizeof(c->ctl)) != 0) {
         say(why, n,
             "cannot find pg-cluster (tried $TETHER_PG_CLUSTER, " TOOL_DIRS_TEXT
             ")");
         return -1;
     }
-    if (proxies && find_tool("TETHER_FAULTPROXY", "faultproxy", c->proxy_bin,
-                             sizeof(c->proxy_bin)) != 0) {
+    if (proxies && fault_find_tool("TETHER_FAULTPROXY", "faultproxy",
+                                   c->proxy_bin, sizeof(c->proxy_bin)) != 0) {
         say(why, n,
             "cannot find faultproxy (tried $TETHER_FAULTPROXY, " TOOL_DIRS_TEXT
             ")");

@@ -35,6 +35,12 @@ typedef enum fault_kind {
 /* fault_kind_name returns the kind's short name ("terminate", ...). */
 const char *fault_kind_name(fault_kind k);
 
+/* fault_find_tool finds one of tether's helper programs (pg-cluster,
+ * faultproxy, patroni-cluster): $env when set, else the first of
+ * ../libexec/tether and libexec/tether beside the running tether that
+ * holds an executable name; its path in out. 0, or -1. */
+int fault_find_tool(const char *env, const char *name, char *out, size_t n);
+
 /* One fault of a schedule: when it starts (ms from the workload's start)
  * and how long it is held (hang, too many, blackhole; 0 for the others). */
 typedef struct fault_event {
