@@ -44,6 +44,7 @@ n, alive, t0, tsw, tend, steady = int(n), int(alive), int(t0), int(tsw), int(ten
 as_json = as_json == "1"
 refresh_ms = int(refresh[:-2]) if refresh.endswith("ms") else int(refresh[:-1]) * 1000
 req = []
+by_node = collections.Counter()  # before the switchover
 other = 0
 for line in open(os.path.join(work, "requests")):
     p = line.split()
@@ -51,6 +52,8 @@ for line in open(os.path.join(work, "requests")):
         continue
     if p[3] == "tether" and p[2].startswith("/cluster"):
         req.append(int(p[0]))
+        if int(p[0]) < tsw and len(p) > 4:
+            by_node[p[4]] += 1
     else:
         other += 1
 per_s = collections.Counter((t - tsw) // 1000 for t in req)
@@ -74,6 +77,7 @@ row = dict(mode="tether-discovery", fault="switchover", fleet=n, processes_alive
            peak_rps=per_s[peak_s], peak_second=peak_s,
            after_switchover=sum(c for s, c in per_s.items() if s >= 0),
            total_requests=len(req), bound_rps=2 * n,
+           before_switchover_by_node=dict(sorted(by_node.items())),
            other_requests=other, pool_requests=preq, pool_failures=pfail,
            writes=writes, write_errors=errs,
            window_ms=tend - t0, switchover_ms=tsw - t0)

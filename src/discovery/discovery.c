@@ -5,7 +5,8 @@
  * GET /cluster on the interval and when a trigger kicks it (a failed
  * connect, a role that differs from the list, a 25006), never sooner than
  * TETHER__PATRONI_MIN_GAP_MS after its last refresh; it tries the
- * endpoints in rotation from the one that answered last, each call with
+ * endpoints in rotation from the one that answered last (at first, from
+ * a random one), each call with
  * its own deadline. A failed refresh keeps the last good list. REST calls
  * never run under a lock that a connect or an acquire takes. */
 #include "discovery.h"
@@ -411,6 +412,9 @@ static int make(const tether__disc_cfg *cfg, tether_log_fn log, void *log_ctx,
     d->last_ms = d->ok_ms = -1;
     d->refs = 1;
     tether__rng_seed(&d->rng, 0);
+    /* The first refresh starts at a random endpoint: a fleet that shares
+     * one list spreads its requests over the Patroni nodes. */
+    d->next_url = (int)tether__rng_range(&d->rng, 0, d->nurls - 1);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
