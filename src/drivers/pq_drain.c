@@ -46,7 +46,17 @@ typedef struct cancel {
     int fd;
     int state;
     uint32_t pkt[4];
+    int64_t done_ns; /* when the server processed the last one (CX_DONE) */
+    int sent;        /* cancels started for this drain */
 } cancel;
+
+/* A cancel the server processes while the backend has not begun the
+ * statement yet (still reading it: the statement was sent just before
+ * its deadline) is dropped by PostgreSQL, and the statement then runs
+ * its course. When the statement still runs RECANCEL_MS after a cancel
+ * was processed, another is sent, up to CANCEL_MAX in all. */
+#define RECANCEL_MS 50
+#define CANCEL_MAX 5
 
 static int64_t mono_ns(void) {
     const tether_clock *clock = tether_clock_real();
@@ -77,6 +87,7 @@ static void cancel_start(PGconn *pg, cancel *x) {
     cancel_head h;
     x->fd = -1;
     x->state = CX_NONE;
+    x->sent++;
     if (cancel_target(pg, &h) != 0)
         return;
     x->pkt[0] = htonl(16);
@@ -101,6 +112,16 @@ static void cancel_end(cancel *x, int state) {
         close(x->fd);
     x->fd = -1;
     x->state = state;
+    if (state == CX_DONE)
+        x->done_ns = mono_ns();
+}
+
+/* recancel_due: when the statement, still running, gets another cancel
+ * (mono ns), or -1 for none. */
+static int64_t recancel_due(const cancel *x) {
+    if (x->state != CX_DONE || x->sent >= CANCEL_MAX)
+        return -1;
+    return x->done_ns + RECANCEL_MS * TETHER__NS_PER_MS;
 }
 
 /* cancel_step moves the cancel on after poll() said revents. */
@@ -196,8 +217,14 @@ static int drain_loop(tether__pq_conn *c, cancel *x, int64_t deadline_ns) {
             cancel_end(x, CX_UNNEEDED); /* not sent: none can come late */
         if (over && x->state != CX_SENT)
             return 0;
-        int w = drain_wait(c, x, pending, deadline_ns);
-        if (w <= 0)
+        int64_t again = over ? -1 : recancel_due(x);
+        if (again >= 0 && mono_ns() >= again) {
+            cancel_start(c->pg, x); /* the last one came too early */
+            continue;
+        }
+        int64_t until = again >= 0 && again < deadline_ns ? again : deadline_ns;
+        int w = drain_wait(c, x, pending, until);
+        if (w < 0 || (w == 0 && until == deadline_ns))
             return -1;
     }
 }
@@ -207,15 +234,15 @@ int tether__pq_drain(void *conn, int64_t bound_ms) {
     if (!c || !c->draining || c->broken || PQstatus(c->pg) != CONNECTION_OK)
         return TETHER_EBROKEN;
     int64_t deadline = c->drain_from_ns + bound_ms * TETHER__NS_PER_MS;
-    cancel x = {-1, CX_NONE, {0}};
+    cancel x = {-1, CX_NONE, {0}, 0, 0};
     int tried = 0;
     if (PQisBusy(c->pg) || PQflush(c->pg) != 0 || drain_results(c) != 1) {
         cancel_start(c->pg, &x); /* the statement still runs */
         tried = 1;
     }
     int rc = drain_loop(c, &x, deadline);
-    if (tried && x.state != CX_UNNEEDED)
-        tether__pq_stmt_cancel_counted(x.state == CX_DONE);
+    if (tried && (x.state != CX_UNNEEDED || x.done_ns))
+        tether__pq_stmt_cancel_counted(x.done_ns != 0);
     cancel_end(&x, x.state);
     if (rc < 0) {
         c->broken = 1; /* closed by the pool; stays non-blocking */
