@@ -431,9 +431,27 @@ static int attempt(run *r, const tether_step *st, void **conn) {
 
 /* ---- the loop ------------------------------------------------------------ */
 
+/* favour_first moves the first server in perm with quota left from a
+ * change of the list to the front, and uses one of its quota
+ * (tether__connector_favour; c->lock held). */
+static void favour_first(tether_connector *c, int *perm, const int *srv,
+                         int ns) {
+    for (int i = 0; i < ns; i++) {
+        int s = c->cfg.eps[srv[perm[i]]].server;
+        if (c->disc_quota[s] == 0)
+            continue;
+        c->disc_quota[s]--;
+        int t = perm[i];
+        memmove(&perm[1], &perm[0], (size_t)i * sizeof(perm[0]));
+        perm[0] = t;
+        return;
+    }
+}
+
 /* The visiting order: the endpoints as listed (each server's ports
  * together, in order), the servers shuffled (random) or rotated
- * (round-robin) as wholes. */
+ * (round-robin) as wholes; a server a change of the list added first
+ * while its quota lasts. */
 static void make_order(run *r) {
     tether_connector *c = r->c;
     int srv[TETHER__MAX_HOSTS], ns = 0;
@@ -457,6 +475,8 @@ static void make_order(run *r) {
         for (int i = 0; i < ns; i++)
             perm[i] = (int)((s + (unsigned)i) % (unsigned)ns);
     }
+    if (c->disc)
+        favour_first(c, perm, srv, ns);
     int k = 0;
     for (int i = 0; i < ns; i++) {
         int end = perm[i] + 1 < ns ? srv[perm[i] + 1] : r->n;

@@ -179,8 +179,16 @@ struct tether_connector {
     uint64_t disc_gen;
     int64_t disc_lag_bytes;
     unsigned char disc_role[TETHER__MAX_HOSTS];
-    char *disc_list;              /* the list last set from it */
-    unsigned disc_changes;        /* times it was set */
+    char *disc_list;       /* the list last set from it */
+    unsigned disc_changes; /* times it was set */
+    /* A rebalance (docs/patroni.md, "A replica added"): the servers the
+     * last change added (disc_fresh, by server index), how many, of how
+     * many in the list, counted by disc_added_gen; a server with quota
+     * left goes first in the visiting order (tether__connector_favour). */
+    unsigned char disc_fresh[TETHER__MAX_HOSTS];
+    unsigned short disc_quota[TETHER__MAX_HOSTS];
+    int disc_added, disc_servers;
+    unsigned disc_added_gen;
     struct retired *disc_retired; /* endpoint arrays it replaced */
     /* A server refused as busy (53300, 57P03) ends the connect at once
      * instead of pausing for the next pass (tether__connector_busy_fast:
@@ -210,6 +218,21 @@ void tether__connector_kick(tether_connector *c);
  * a replica of the Patroni list must be within to be in c's list for a
  * standby target (the routing pool's read side). */
 void tether__connector_set_lag_bytes(tether_connector *c, int64_t bytes);
+
+/* tether__connector_added syncs c's list (tether__connector_sync) and,
+ * when a change of it added servers since generation *gen (updated), says
+ * how many (*added) of how many (*servers) and returns 1. Else 0: nothing
+ * added, no discovery, or a strategy that visits hosts in their order
+ * (sequential and the provisioning ones: nothing to spread). */
+int tether__connector_added(tether_connector *c, unsigned *gen, int *added,
+                            int *servers);
+
+/* tether__connector_favour puts each server the last change added first
+ * in the next n connects' visiting order (one server a connect, the others
+ * after it in their usual order), so that a pool's replacements reach them
+ * (docs/patroni.md, "A replica added"). A later change of the list ends
+ * it. */
+void tether__connector_favour(tether_connector *c, int n);
 
 /* tether__connector_busy_fast makes a pass that found a server busy (53300,
  * 57P03) end c's connect with that refusal instead of pausing for another

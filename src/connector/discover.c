@@ -101,6 +101,35 @@ typedef struct retired {
     int neps;
 } retired;
 
+static int same_str(const char *a, const char *b) {
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+/* mark_added records which servers of c's new list the old one (old, n)
+ * did not name (c->lock held): a pool over c moves a share of its
+ * connections to them (docs/patroni.md, "A replica added"). */
+static void mark_added(tether_connector *c, const tether__ep *old, int n) {
+    memset(c->disc_fresh, 0, sizeof(c->disc_fresh));
+    memset(c->disc_quota, 0, sizeof(c->disc_quota));
+    c->disc_added = c->disc_servers = 0;
+    for (int i = 0; i < c->cfg.neps; i++) {
+        const tether__ep *e = &c->cfg.eps[i];
+        if (i == 0 || e->server != c->cfg.eps[i - 1].server)
+            c->disc_servers++;
+        int seen = 0;
+        for (int j = 0; j < n && !seen; j++)
+            seen = same_str(e->host, old[j].host) &&
+                   same_str(e->hostaddr, old[j].hostaddr) &&
+                   e->port == old[j].port;
+        if (!seen && !c->disc_fresh[e->server]) {
+            c->disc_fresh[e->server] = 1;
+            c->disc_added++;
+        }
+    }
+    if (c->disc_added)
+        c->disc_added_gen++;
+}
+
 /* replace installs l as c's host list (c->lock held), with *nc as its
  * new host-state cache (taken). Returns 1 when it did. */
 static int replace(tether_connector *c, const hostlist *l,
@@ -124,6 +153,7 @@ static int replace(tether_connector *c, const hostlist *l,
         tether__free(r);
         return 0;
     }
+    mark_added(c, r->eps, r->neps);
     r->next = c->disc_retired;
     c->disc_retired = r;
     tether__free(c->disc_list);
@@ -195,6 +225,29 @@ out:
     tether__free(m);
     tether__free(l);
     tether__free(nc);
+}
+
+int tether__connector_added(tether_connector *c, unsigned *gen, int *added,
+                            int *servers) {
+    if (!c || !c->disc ||
+        (c->cfg.strategy != TETHER_STRATEGY_RANDOM &&
+         c->cfg.strategy != TETHER_STRATEGY_ROUND_ROBIN))
+        return 0;
+    tether__connector_sync(c);
+    pthread_mutex_lock(&c->lock);
+    int news = c->disc_added_gen != *gen;
+    *gen = c->disc_added_gen;
+    *added = c->disc_added;
+    *servers = c->disc_servers;
+    pthread_mutex_unlock(&c->lock);
+    return news && *added > 0;
+}
+
+void tether__connector_favour(tether_connector *c, int n) {
+    pthread_mutex_lock(&c->lock);
+    for (int i = 0; i < TETHER__MAX_HOSTS; i++)
+        c->disc_quota[i] = c->disc_fresh[i] ? (unsigned short)n : 0;
+    pthread_mutex_unlock(&c->lock);
 }
 
 void tether__connector_kick(tether_connector *c) {

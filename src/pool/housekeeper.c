@@ -4,16 +4,19 @@
  * connection left idle to a first waiter that is overdue and not polling
  * (tether__pool_serve_head), and every 100 ms it runs a housekeeping pass: idle
  * timeout, spaced lifetime retirement, leak reports, keepalive of long-idle
- * connections, the bound of reservations to a transaction (affinity.c) and
- * refill to min_size. The pass itself never blocks on the
- * network: creations and keepalive round trips run on short-lived worker
- * threads, so the published time never goes stale. Pools on a virtual
- * clock are left to tests, which call tether__pool_housekeep directly. */
+ * connections, the bound of reservations to a transaction (affinity.c),
+ * refill to min_size and the move of a share of the connections to servers
+ * Patroni's list gained (docs/patroni.md, "A replica added"). The pass itself
+ * never blocks on the network: creations and keepalive round trips run on
+ * short-lived worker threads, so the published time never goes stale. Pools on
+ * a virtual clock are left to tests, which call tether__pool_housekeep
+ * directly. */
 #include "cq.h"
 #include "housekeeper.h"
 #include "waitq.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -22,21 +25,43 @@
 
 /* ---- workers: background creation and keepalive ------------------------- */
 
-static void *fill_main(void *arg) {
-    tether_pool *p = arg;
+/* connect_bg makes a connection on a worker thread for a reservation
+ * counted by spawn_bg; returns its slot (USED), or NULL (said in the log
+ * when it failed). */
+static tether__slot *connect_bg(tether_pool *p) {
     tether__slot *s = NULL;
     tether_error err;
     int rc = tether__pool_create_reserved(p, p->o.acquire_timeout_ms, &s, &err);
-    if (rc == 0) {
-        if (atomic_load(&p->closing))
-            tether__pool_discard(p, s, CLOSE_SHUTDOWN);
-        else
-            tether__pool_put_idle(p, s);
-    } else if (rc != TETHER_EOPEN && rc != TETHER__EPROBING) {
+    if (rc == 0 && atomic_load(&p->closing)) {
+        tether__pool_discard(p, s, CLOSE_SHUTDOWN);
+        return NULL;
+    }
+    if (rc != 0 && rc != TETHER_EOPEN && rc != TETHER__EPROBING)
         tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_WARN,
                     "pool %s: background connect failed: %s", p->name,
                     err.message);
-    }
+    return rc == 0 ? s : NULL;
+}
+
+/* spawn_bg starts worker fn for one more connection (lock held); returns
+ * 0, or -1 when no thread could start (nothing counted). */
+static int spawn_bg(tether_pool *p, void *(*fn)(void *)) {
+    p->total++;
+    p->creating++;
+    p->bg++;
+    if (tether__pool_spawn(fn, p) == 0)
+        return 0;
+    p->total--;
+    p->creating--;
+    p->bg--;
+    return -1;
+}
+
+static void *fill_main(void *arg) {
+    tether_pool *p = arg;
+    tether__slot *s = connect_bg(p);
+    if (s)
+        tether__pool_put_idle(p, s);
     tether__pool_bg_done(p);
     return NULL;
 }
@@ -44,17 +69,9 @@ static void *fill_main(void *arg) {
 void tether__pool_fill(tether_pool *p) {
     pthread_mutex_lock(&p->lock);
     while (!atomic_load(&p->closing) && !atomic_load(&p->paused) &&
-           p->total < p->o.min_size && p->creating < p->o.max_creating) {
-        p->total++;
-        p->creating++;
-        p->bg++;
-        if (tether__pool_spawn(fill_main, p) != 0) {
-            p->total--;
-            p->creating--;
-            p->bg--;
-            break;
-        }
-    }
+           p->total < p->o.min_size && p->creating < p->o.max_creating &&
+           spawn_bg(p, fill_main) == 0)
+        ;
     pthread_mutex_unlock(&p->lock);
 }
 
@@ -105,6 +122,137 @@ static void keepalive_start(tether_pool *p, tether__slot **slots, int n) {
         keepalive_run(p, slots, n);
         tether__free(j);
     }
+}
+
+/* ---- a rebalance --------------------------------------------------------- */
+
+/* What the housekeeper knew of a slot at its last pass. */
+typedef struct tether__rebal_seen {
+    unsigned leases;     /* the state word's generation: leases taken */
+    unsigned char fresh; /* its connection was made after the rebalance
+                            began (seen when it was reserved) */
+} rebal_seen;
+
+#define REBAL_PASSES 600 /* a rebalance ends after 60 s, moved or not */
+
+static unsigned leases_of(const tether__slot *s) {
+    return atomic_load_explicit(&s->state, memory_order_relaxed) >>
+           SLOT_GEN_SHIFT;
+}
+
+/* rebalance_start: when Patroni's list gained servers (a replica added,
+ * an old leader back as a replica), the share of p's connections they
+ * would hold in a spread made now (at least one) is to move, and the
+ * connector puts the new servers first for the connects that move them. */
+static void rebalance_start(tether_pool *p, int64_t now) {
+    int added = 0, servers = 0;
+    if (atomic_load(&p->rebal_moving) ||
+        !tether__connector_added(p->o.connector, &p->rebal_gen, &added,
+                                 &servers))
+        return;
+    pthread_mutex_lock(&p->lock);
+    int n = p->total;
+    pthread_mutex_unlock(&p->lock);
+    int move = (n * added + servers / 2) / servers;
+    if (move == 0 && n > 0)
+        move = 1;
+    if (move == 0)
+        return;
+    if (!p->rebal_seen && !(p->rebal_seen = tether__calloc(
+                                (size_t)p->nslots, sizeof(*p->rebal_seen))))
+        return; /* no memory: the connections stay where they are */
+    for (int i = 0; i < p->nslots; i++)
+        p->rebal_seen[i] = (rebal_seen){leases_of(&p->slots[i]), 0};
+    p->rebal_left = move;
+    p->rebal_passes = 0;
+    p->rebal_before_ms = now;
+    tether__connector_favour(p->o.connector, (move + added - 1) / added);
+    tether__log(p->o.log, p->o.log_ctx, TETHER_LOG_INFO,
+                "pool %s: %d new server%s in Patroni's list of %d: moving %d "
+                "of %d connections",
+                p->name, added, added == 1 ? "" : "s", servers, move, n);
+}
+
+static void rebalance_end(tether_pool *p) {
+    p->rebal_left = 0;
+    tether__free(p->rebal_seen);
+    p->rebal_seen = NULL;
+}
+
+/* take_old reserves idle slot i when its connection is older than the
+ * rebalance; a newer one goes back and is remembered as such. */
+static int take_old(tether_pool *p, int i) {
+    tether__slot *s = &p->slots[i];
+    if (!slot_cas(s, SLOT_IDLE, SLOT_RESERVED))
+        return 0;
+    if (s->created_ms < p->rebal_before_ms)
+        return 1;
+    p->rebal_seen[i].fresh = 1;
+    tether__pool_put_idle(p, s);
+    return 0;
+}
+
+/* The mover: connects (a new server first), then swaps the new connection
+ * into the most used idle slot, so that the callers who use that slot
+ * reach the new server; that slot's old connection stays, idle, in the
+ * new one's place. */
+static void *move_main(void *arg) {
+    tether_pool *p = arg;
+    tether__slot *s = connect_bg(p);
+    if (s) {
+        int h = p->rebal_hot;
+        tether__slot *hs = h >= 0 ? &p->slots[h] : NULL;
+        if (hs && hs != s && slot_cas(hs, SLOT_IDLE, SLOT_RESERVED)) {
+            if (hs->created_ms < p->rebal_before_ms)
+                tether__pool_exchange(s, hs);
+            tether__pool_put_idle(p, hs);
+        }
+        tether__pool_put_idle(p, s);
+    }
+    atomic_store(&p->rebal_moving, 0);
+    tether__pool_bg_done(p);
+    return NULL;
+}
+
+/* rebalance_pass moves one connection: the idle one least used since the
+ * last pass closes, and a mover replaces it. */
+static void rebalance_pass(tether_pool *p, int64_t now) {
+    rebalance_start(p, now);
+    if (!p->rebal_left || atomic_load(&p->rebal_moving))
+        return;
+    if (++p->rebal_passes > REBAL_PASSES || atomic_load(&p->closing)) {
+        rebalance_end(p);
+        return;
+    }
+    int cold = -1, hot = -1;
+    unsigned cold_use = UINT_MAX, hot_use = 0;
+    for (int i = 0; i < p->nslots; i++) {
+        rebal_seen *w = &p->rebal_seen[i];
+        unsigned now_leases = leases_of(&p->slots[i]);
+        unsigned use = (now_leases - w->leases) & 0xffffu;
+        w->leases = now_leases;
+        if (w->fresh || slot_state(&p->slots[i]) != SLOT_IDLE)
+            continue;
+        if (use < cold_use)
+            cold_use = use, cold = i;
+        if (use >= hot_use)
+            hot_use = use, hot = i;
+    }
+    if (cold < 0 || !take_old(p, cold))
+        return; /* the next pass looks again */
+    p->rebal_hot = hot == cold ? -1 : hot;
+    p->rebal_left--;
+    atomic_fetch_add(&p->rebalanced, 1);
+    tether__pool_discard(p, &p->slots[cold], CLOSE_LIFETIME);
+    pthread_mutex_lock(&p->lock);
+    if (!atomic_load(&p->closing) && p->total < p->o.max_size) {
+        atomic_store(&p->rebal_moving, 1);
+        if (spawn_bg(p, move_main) != 0)
+            atomic_store(&p->rebal_moving, 0);
+    }
+    pthread_mutex_unlock(&p->lock);
+    if (!p->rebal_left)
+        rebalance_end(p);
 }
 
 /* ---- one pass ------------------------------------------------------------ */
@@ -173,6 +321,7 @@ void tether__pool_housekeep(tether_pool *p) {
     }
     if (nbatch)
         keepalive_start(p, batch, nbatch);
+    rebalance_pass(p, now);        /* Patroni's list gained servers */
     tether__txn_expire(p, now);    /* reservations past their bound */
     tether__adaptive_pass(p, now); /* the adaptive limit (adaptive.c) */
     tether__pool_fill(p);
@@ -192,6 +341,8 @@ static void pool_tick(void *ctx, unsigned tick) {
 }
 
 void tether__housekeeper_start(tether_pool *p) {
+    int added, servers; /* what the list added before: already spread */
+    tether__connector_added(p->o.connector, &p->rebal_gen, &added, &servers);
     if (!p->real_clock)
         return; /* virtual time: tests call tether__pool_housekeep */
     p->tick.fn = pool_tick;
@@ -202,4 +353,5 @@ void tether__housekeeper_start(tether_pool *p) {
 void tether__housekeeper_stop(tether_pool *p) {
     if (p->real_clock)
         tether__ticker_unsubscribe(&p->tick);
+    rebalance_end(p);
 }

@@ -91,6 +91,7 @@ static void pool_metrics(tether_pool *p, tether_pool_metrics *m) {
     tether__pool_held_ages(p, &m->held, &m->held_oldest_ms, &m->held_median_ms);
     m->evicted = atomic_load(&p->evicted);
     m->reconnects = atomic_load(&p->reconnects);
+    m->rebalanced = atomic_load(&p->rebalanced);
     m->created = atomic_load(&p->created);
     m->connect_failures = atomic_load(&p->connect_failures);
     _Atomic uint64_t *c = p->closed;
@@ -269,6 +270,10 @@ static void counters(out *o, const char *l, const tether_pool_metrics *m,
             "Idle connections closed by evict, pause or shrink.", m->evicted);
     counter(o, l, "reconnects_total", "Rolling reconnects started.",
             m->reconnects);
+    counter(o, l, "rebalanced_total",
+            "Connections retired to move them to servers Patroni's list "
+            "gained.",
+            m->rebalanced);
     metric(o, "limit_changes_total", "counter",
            "Changes of the adaptive limit: up, down, and the refusals as "
            "full (53300, 57P03) that brought it down.");

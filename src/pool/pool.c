@@ -388,6 +388,27 @@ static void setup_slot(tether_pool *p, tether__slot *s, void *conn) {
     s->idle_limit_ms = (int64_t)((double)p->o.idle_timeout_ms * idle);
 }
 
+#define SWAP(x, y)                                                             \
+    do {                                                                       \
+        __typeof__(x) t_ = (x);                                                \
+        (x) = (y);                                                             \
+        (y) = t_;                                                              \
+    } while (0)
+
+void tether__pool_exchange(tether__slot *a, tether__slot *b) {
+    SWAP(a->conn, b->conn);
+    SWAP(a->handle, b->handle);
+    SWAP(a->gen, b->gen);
+    SWAP(a->expire_ms, b->expire_ms);
+    SWAP(a->released_ms, b->released_ms);
+    SWAP(a->checked_ms, b->checked_ms);
+    SWAP(a->created_ms, b->created_ms);
+    SWAP(a->idle_limit_ms, b->idle_limit_ms);
+    SWAP(a->lag_conn, b->lag_conn);
+    SWAP(a->lag_checked_ms, b->lag_checked_ms);
+    SWAP(a->lagging, b->lagging);
+}
+
 /* Connect for a reservation within budget_ms. *cut: the failure came of
  * the caller's budget running out with nothing learnt of the server (the
  * connector's judgement, or for a bare driver a timeout that used the

@@ -161,6 +161,24 @@ struct tether_pool {
     /* The adaptive limit (adaptive.c; docs/pool.md, "Adaptive limit"):
      * with tether_pool_limit=adaptive, o.max_size is the current limit. */
     tether__adaptive ad;
+
+    /* A rebalance (housekeeper.c; docs/patroni.md, "A replica added"):
+     * Patroni's list gained servers, so rebal_left connections made before
+     * rebal_before_ms move, one a pass: the least used idle one closes,
+     * and the connection made for it, which reaches a new server first,
+     * takes the place of the most used idle one (whose connection takes
+     * the new slot). rebal_seen: each slot's lease count at the last pass
+     * (the state word's generation) and whether it is known to be newer;
+     * rebal_hot: the most used one's index for the move in flight
+     * (rebal_moving). rebal_gen: the connector's generation of additions
+     * last seen. Written by the housekeeper; the mover reads them while
+     * rebal_moving is set, when the housekeeper leaves them alone. */
+    unsigned rebal_gen;
+    int rebal_left, rebal_hot, rebal_passes;
+    int64_t rebal_before_ms;
+    struct tether__rebal_seen *rebal_seen;
+    _Atomic int rebal_moving;
+    _Atomic uint64_t rebalanced;
 };
 
 /* p->track's bits. TRACK_SITES: o.leak_threshold_ms > 0, checkout records
@@ -178,6 +196,12 @@ struct tether_pool {
 static inline int tether__pool_queued(tether_pool *p) {
     return atomic_load(&p->waiters) % TETHER__SLOW_BIAS;
 }
+
+/* tether__pool_exchange swaps the connections of slots a and b, both
+ * owned by the caller and neither leased, with what belongs to each (its
+ * times, generation and lag verdict); the slots' states and counts stay
+ * (pool.c; the rebalance, housekeeper.c). */
+void tether__pool_exchange(tether__slot *a, tether__slot *b);
 
 /* tether__pool_slow_locked sets p->slow (and the bias in waiters) to
  * whether p is paused or above max_size (lock held; pool.c, for ops.c). */

@@ -108,8 +108,8 @@ int tether__pool_refused(tether_pool *p, int rc, const tether_error *err,
  * in vain (TETHER_ETIMEDOUT, counted), saying what is out, who waits, and
  * how long the breaker's probe has been connecting. locked: the caller
  * holds p's lock. Returns the code. */
-int tether__pool_timed_out(tether_pool *p, int64_t waited_ms,
-                           tether_error *err, int locked);
+int tether__pool_timed_out(tether_pool *p, int64_t waited_ms, tether_error *err,
+                           int locked);
 
 /* tether__pool_serve_head gives the first waiter, once overdue, a
  * connection left idle: the housekeeper's backstop on every tick for a

@@ -6,9 +6,11 @@
  * see the test fail), target standby, strategy random, opens a connection
  * per read every 50 ms; add-replica joins a fourth node; a read must reach
  * it within 1.1 x the interval (the jittered wait) + 3 s of add-replica's
- * return (the node streams by then, and /cluster shows it running). A
- * pool's kept connections do not move (the same page): this checks what
- * new connections see.
+ * return (the node streams by then, and /cluster shows it running).
+ * Beside it, a routing pool (read side of 4, kept full by
+ * tether_pool_min=4) reads every 10 ms from two threads: its kept
+ * connections must move their share to the new node by the same bound
+ * (the rebalance, same page).
  *
  *   scripts/patroni-cluster run -- test_patroni_add_replica */
 #include <setjmp.h>
@@ -43,47 +45,89 @@ static void sleep_ms(int64_t ms) {
 }
 
 static tether_connector *conn;
+static tether_pool *pool;
 static atomic_int stop;
-static struct {
-    int64_t t;
-    int port;
-} reads[MAX_READS];
-static atomic_int nreads, nerrors;
 
-static void *reader(void *arg) {
+/* The reads of one client: when, and the server's port. */
+typedef struct readlog {
+    pthread_mutex_t lock;
+    int n, errors;
+    struct {
+        int64_t t;
+        int port;
+    } r[MAX_READS];
+} readlog;
+static readlog by_connect = {.lock = PTHREAD_MUTEX_INITIALIZER};
+static readlog by_pool = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* record logs h's answer to "which port", or an error. */
+static void record(readlog *l, PGconn *h) {
+    PGresult *r = PQexec(h, "SELECT inet_server_port()");
+    pthread_mutex_lock(&l->lock);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+        if (l->n < MAX_READS) {
+            l->r[l->n].t = now_ms();
+            l->r[l->n++].port = atoi(PQgetvalue(r, 0, 0));
+        }
+    } else {
+        l->errors++;
+    }
+    pthread_mutex_unlock(&l->lock);
+    PQclear(r);
+}
+
+static void failed(readlog *l) {
+    pthread_mutex_lock(&l->lock);
+    l->errors++;
+    pthread_mutex_unlock(&l->lock);
+}
+
+/* A connection of its own per read, every 50 ms. */
+static void *connect_reader(void *arg) {
     (void)arg;
     while (!atomic_load(&stop)) {
         void *h = NULL;
         tether_error err = {0};
         if (tether_connector_connect(conn, &h, &err) == 0) {
-            PGresult *r = PQexec(h, "SELECT inet_server_port()");
-            if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
-                int i = atomic_load(&nreads);
-                if (i < MAX_READS) {
-                    reads[i].t = now_ms();
-                    reads[i].port = atoi(PQgetvalue(r, 0, 0));
-                    atomic_store(&nreads, i + 1);
-                }
-            } else {
-                atomic_fetch_add(&nerrors, 1);
-            }
-            PQclear(r);
+            record(&by_connect, h);
             tether_connector_close(conn, h);
         } else {
-            atomic_fetch_add(&nerrors, 1);
+            failed(&by_connect);
         }
         sleep_ms(50);
     }
     return NULL;
 }
 
-/* The first read by port at or after since (-1: none). */
-static int64_t first_read(int port, int64_t since) {
-    int n = atomic_load(&nreads);
-    for (int i = 0; i < n; i++)
-        if (reads[i].port == port && reads[i].t >= since)
-            return reads[i].t;
-    return -1;
+static int pool_read(void *h, void *arg, const tether_attempt *a,
+                     tether_error *err) {
+    (void)arg, (void)a, (void)err;
+    record(&by_pool, h);
+    return 0;
+}
+
+/* Reads through the routing pool, every 10 ms. */
+static void *pool_reader(void *arg) {
+    (void)arg;
+    while (!atomic_load(&stop)) {
+        tether_error err = {0};
+        if (tether_pool_run_for(pool, TETHER_READONLY | TETHER_IDEMPOTENT, 5000,
+                                pool_read, NULL, &err))
+            failed(&by_pool);
+        sleep_ms(10);
+    }
+    return NULL;
+}
+
+/* The first read of l by port at or after since (-1: none). */
+static int64_t first_read(readlog *l, int port, int64_t since) {
+    int64_t t = -1;
+    pthread_mutex_lock(&l->lock);
+    for (int i = 0; i < l->n && t < 0; i++)
+        if (l->r[i].port == port && l->r[i].t >= since)
+            t = l->r[i].t;
+    pthread_mutex_unlock(&l->lock);
+    return t;
 }
 
 static void test_added_replica_serves_reads(void **state) {
@@ -103,23 +147,31 @@ static void test_added_replica_serves_reads(void **state) {
     char *colon = strrchr(first, ':');
     assert_non_null(colon);
     *colon = '\0';
-    char ci[2048];
-    snprintf(ci, sizeof(ci),
+    char base[1024], ci[1200], pci[1200];
+    snprintf(base, sizeof(base),
              "host=%s port=%s user=%s password=%s dbname=%s sslmode=disable "
-             "gssencmode=disable connect_timeout=2 "
-             "target_session_attrs=standby tether_strategy=random "
-             "tether_patroni=%s tether_patroni_refresh=%s",
+             "gssencmode=disable connect_timeout=2 tether_patroni=%s "
+             "tether_patroni_refresh=%s",
              first, colon + 1, getenv("PATRONI_USER"),
              getenv("PATRONI_PASSWORD"), getenv("PATRONI_DB"), rest, refresh);
+    snprintf(ci, sizeof(ci),
+             "%s target_session_attrs=standby tether_strategy=random", base);
+    snprintf(pci, sizeof(pci),
+             "%s tether_route=read-write-split tether_read_pool_max=4 "
+             "tether_pool_min=4",
+             base);
     tether_connector_opts o;
     tether_connector_opts_init(&o);
     o.conninfo = ci;
     tether_error err = {0};
     assert_int_equal(tether_connector_create(&conn, &o, &err), 0);
-    pthread_t th;
-    assert_int_equal(pthread_create(&th, NULL, reader, NULL), 0);
+    assert_int_equal(tether_pool_open(&pool, pci, NULL, NULL, &err), 0);
+    pthread_t th[3];
+    assert_int_equal(pthread_create(&th[0], NULL, connect_reader, NULL), 0);
+    for (int i = 1; i < 3; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, pool_reader, NULL), 0);
     sleep_ms(1500);
-    assert_true(atomic_load(&nreads) > 0);
+    assert_true(by_connect.n > 0 && by_pool.n > 0);
 
     char cmd[2048], line[512] = "";
     snprintf(cmd, sizeof(cmd), "'%s' add-replica '%s' 2>/dev/null", ctl, dir);
@@ -140,23 +192,35 @@ static void test_added_replica_serves_reads(void **state) {
     if (interval > 60000) /* TEST_PATRONI_REFRESH=1h: show the failure */
         interval = 1000;
     int64_t deadline = t_ret + interval * 11 / 10 + 3000;
-    int64_t seen;
-    while ((seen = first_read(port, t_add)) < 0 && now_ms() < deadline)
+    int64_t seen = -1, pseen = -1;
+    while ((seen < 0 || pseen < 0) && now_ms() < deadline) {
         sleep_ms(20);
+        seen = first_read(&by_connect, port, t_add);
+        pseen = first_read(&by_pool, port, t_add);
+    }
     atomic_store(&stop, 1);
-    pthread_join(th, NULL);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    tether_pool_metrics m;
+    tether_pool_metrics_get(tether_pool_read_side(pool), &m);
     printf("add-replica: %s (port %d) joined in %lld ms; first read by it "
-           "%lld ms after add-replica returned (refresh %s; %d reads, %d "
-           "failed)\n",
+           "%lld ms after add-replica returned on a connection per read "
+           "(%d reads, %d failed), %lld ms through the pool (%d reads, %d "
+           "failed; %llu connections moved) (refresh %s)\n",
            name, port, (long long)(t_ret - t_add),
-           seen < 0 ? -1LL : (long long)(seen - t_ret), refresh,
-           atomic_load(&nreads), atomic_load(&nerrors));
+           seen < 0 ? -1LL : (long long)(seen - t_ret), by_connect.n,
+           by_connect.errors, pseen < 0 ? -1LL : (long long)(pseen - t_ret),
+           by_pool.n, by_pool.errors, (unsigned long long)m.rebalanced,
+           refresh);
+    tether_pool_destroy(pool);
     tether_connector_destroy(conn);
-    if (seen < 0)
-        fail_msg("no read reached the new replica %s within %lld ms of "
+    if (seen < 0 || pseen < 0)
+        fail_msg("no read %s reached the new replica %s within %lld ms of "
                  "add-replica's return",
+                 seen < 0 ? "on a connection per read" : "through the pool",
                  name, (long long)(deadline - t_ret));
-    assert_int_equal(atomic_load(&nerrors), 0);
+    assert_int_equal(by_connect.errors, 0);
+    assert_int_equal(by_pool.errors, 0);
 }
 
 int main(void) {

@@ -44,6 +44,7 @@ static void set_role(int i, const char *r) {
 
 typedef struct fconn {
     int role;
+    int node; /* n1..n7: 1..7; else 0 */
 } fconn;
 
 static int f_start(void *ctx, const tether_endpoint *ep, void **conn,
@@ -64,6 +65,7 @@ static int f_start(void *ctx, const tether_endpoint *ep, void **conn,
                                 "connection refused (%s)", h);
     fconn *c = calloc(1, sizeof(*c));
     c->role = r[0] == 'p' ? TETHER_ROLE_PRIMARY : TETHER_ROLE_STANDBY;
+    c->node = h[0] == 'n' ? h[1] - '0' : 0;
     *conn = c;
     return TETHER_CONNECTED;
 }
@@ -163,11 +165,16 @@ static tether_connector *follow(fake_patroni **f, const char *const *m,
     return make(ci, log, NULL);
 }
 
-/* pool_on makes a pool over c. */
-static tether_pool *pool_on(tether_connector *c) {
+/* pool_on makes a pool over c (size n: min and max; 0: the defaults),
+ * logging into log (may be NULL). */
+static tether_pool *pool_on(tether_connector *c, int n, logbuf *log) {
     tether_pool_opts po;
     tether_pool_opts_init(&po);
     po.connector = c;
+    po.log = log ? locked_capture : NULL;
+    po.log_ctx = log;
+    if (n)
+        po.min_size = po.max_size = n;
     tether_pool *p = NULL;
     tether_error err = {0};
     assert_int_equal(tether_pool_create(&p, &po, &err), 0);
@@ -625,7 +632,7 @@ static void test_readonly_kicks(void **state) {
     tether_connector *c = follow(
         &f, m, "tether_patroni_refresh=1h target_session_attrs=read-write",
         NULL);
-    tether_pool *p = pool_on(c);
+    tether_pool *p = pool_on(c, 0, NULL);
     sleep_ms(600); /* past the rate limit's gap since the first answer */
     int req0 = atomic_load(&f->requests);
     uint64_t kicks0 = stats(c).kicks;
@@ -645,6 +652,115 @@ static void test_readonly_kicks(void **state) {
     fake_patroni_stop(f);
 }
 
+/* per_node counts p's n connections by node (all idle: leased, counted,
+ * released). */
+static void per_node(tether_pool *p, int n, int count[8]) {
+    tether_lease *l[16];
+    tether_error err = {0};
+    memset(count, 0, 8 * sizeof(int));
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(tether_pool_acquire(p, 1000, &l[i], &err), 0);
+        count[((fconn *)tether_lease_handle(l[i]))->node]++;
+    }
+    for (int i = 0; i < n; i++)
+        tether_lease_release(l[i]);
+}
+
+/* A caller that takes a lease every millisecond: the node of its last. */
+typedef struct busy {
+    tether_pool *p;
+    atomic_int stop, last_node, on_new; /* leases on n4 */
+} busy;
+
+static void *busy_main(void *arg) {
+    busy *b = arg;
+    while (!atomic_load(&b->stop)) {
+        tether_lease *l;
+        tether_error err = {0};
+        if (tether_pool_acquire(b->p, 1000, &l, &err) == 0) {
+            int node = ((fconn *)tether_lease_handle(l))->node;
+            atomic_store(&b->last_node, node);
+            if (node == 4)
+                atomic_fetch_add(&b->on_new, 1);
+            tether_lease_release(l);
+        }
+        sleep_ms(1);
+    }
+    return NULL;
+}
+
+/* A replica added: a full pool over the replicas (random spread) moves the
+ * new server's share of its connections there within a refresh and a few
+ * housekeeping passes, and no more; a busy caller's connection is among
+ * them (it then works on the new server); leases held are not taken. */
+static void test_rebalance(void **state) {
+    (void)state;
+    static const char *const two[] = {"n1:l:running:0", "n2:r:running:0",
+                                      "n3:r:running:0", NULL};
+    static const char *const three[] = {"n1:l:running:0", "n2:r:running:0",
+                                        "n3:r:running:0", "n4:r:running:0",
+                                        NULL};
+    roles("p", "s", "s");
+    set_role(4, "s");
+    fake_patroni *f;
+    logbuf log = {0};
+    tether_connector *c = follow(&f, two,
+                                 "tether_patroni_refresh=200ms "
+                                 "target_session_attrs=standby "
+                                 "tether_strategy=random",
+                                 &log);
+    tether_pool *p = pool_on(c, 6, &log);
+    tether_pool_metrics m;
+    int64_t t0 = now_ms();
+    do { /* filled to min_size in the background */
+        sleep_ms(10);
+        tether_pool_metrics_get(p, &m);
+    } while (m.idle < 6 && now_ms() - t0 < 3000);
+    int count[8];
+    per_node(p, 6, count);
+    assert_int_equal(count[2] + count[3], 6);
+    tether_lease *held;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(p, 1000, &held, &err), 0);
+    busy b = {.p = p};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, busy_main, &b), 0);
+    sleep_ms(150);
+    fake_patroni_set(f, cluster(three), FP_OK);
+    t0 = now_ms();
+    do { /* 6 of 3 servers: round(6 / 3) = 2 move, one a pass */
+        sleep_ms(10);
+        tether_pool_metrics_get(p, &m);
+    } while ((m.rebalanced < 2 || m.creating > 0 || m.total < 6) &&
+             now_ms() - t0 < 3000);
+    print_message("replica added: 2 connections moved after %lld ms "
+                  "(refresh 200 ms)\n",
+                  (long long)(now_ms() - t0));
+    sleep_ms(50);
+    atomic_store(&b.stop, 1);
+    pthread_join(th, NULL);
+    print_message("the busy caller: %d leases on the new server, the last "
+                  "on n%d\n",
+                  atomic_load(&b.on_new), atomic_load(&b.last_node));
+    assert_int_equal(atomic_load(&b.last_node), 4);
+    assert_int_equal(m.rebalanced, 2);
+    assert_int_equal(m.total, 6);
+    tether_lease_release(held);
+    sleep_ms(300); /* no more moves */
+    tether_pool_metrics_get(p, &m);
+    assert_int_equal(m.rebalanced, 2);
+    per_node(p, 6, count);
+    assert_int_equal(count[4], 2);
+    assert_int_equal(count[2] + count[3], 4);
+    assert_int_equal(count[1], 0);
+    pthread_mutex_lock(&log_lock);
+    assert_non_null(strstr(log.text, "moving 2 of 6 connections"));
+    pthread_mutex_unlock(&log_lock);
+    tether_pool_destroy(p);
+    tether_connector_destroy(c);
+    fake_patroni_stop(f);
+}
+
 /* A pool over a connector with discovery exports its counters. */
 static void test_pool_metrics(void **state) {
     (void)state;
@@ -654,14 +770,14 @@ static void test_pool_metrics(void **state) {
     tether_connector *c = follow(
         &f, m, "tether_patroni_refresh=1h target_session_attrs=read-write",
         NULL);
-    tether_pool *p = pool_on(c);
+    tether_pool *p = pool_on(c, 0, NULL);
     tether_pool_metrics pm;
     tether_pool_metrics_get(p, &pm);
     assert_int_equal(pm.patroni_requests, 1);
     assert_int_equal(pm.patroni_failures, 0);
     assert_int_equal(pm.patroni_members, 2);
     assert_true(pm.patroni_age_ms >= 0 && pm.patroni_age_ms < 1000);
-    char buf[16384];
+    char buf[32768];
     tether_pool_metrics_prometheus(p, buf, sizeof(buf));
     assert_non_null(strstr(buf, "tether_pool_patroni_members{pool=\""));
     assert_non_null(strstr(buf, "tether_pool_patroni_requests_total{"));
@@ -682,6 +798,7 @@ int main(void) {
         cmocka_unit_test(test_hostile_answers),
         cmocka_unit_test(test_readonly_kicks),
         cmocka_unit_test(test_pool_metrics),
+        cmocka_unit_test(test_rebalance),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,7 +131,7 @@ static void test_open_names_pool(void **state) {
                                       NULL, NULL, &err),
                      0);
     assert_string_equal(tether_pool_name(p), "app@127.0.0.1:1/app");
-    char buf[16384];
+    char buf[32768];
     size_t n = tether_pool_metrics_prometheus(p, buf, sizeof(buf));
     assert_true(n < sizeof(buf));
     assert_non_null(

@@ -126,7 +126,7 @@ static void test_reads_to_standby_writes_to_primary(void **state) {
     assert_non_null(r);
     tether_pool_metrics rm = metrics(r);
     assert_int_equal(rm.acquires, 10); /* the read side's own metrics */
-    char text[16384];
+    char text[32768];
     tether_pool_metrics_prometheus(f.pool, text, sizeof(text));
     assert_non_null(strstr(text, "tether_pool_reads_standby_total{"));
     teardown(&f);
@@ -340,7 +340,7 @@ static void test_unrouted_pool_ignores_readonly(void **state) {
     assert_int_equal(uses(sim), 2);
     tether_pool_metrics m = metrics(p);
     assert_int_equal(m.reads_standby + m.reads_primary, 0);
-    char text[16384];
+    char text[32768];
     tether_pool_metrics_prometheus(p, text, sizeof(text));
     assert_null(strstr(text, "reads_standby"));
     tether_pool_destroy(p);
