@@ -51,6 +51,14 @@ static void superuser_sql(const char *sql) {
         fail_msg("superuser SQL failed: %s", sql);
 }
 
+/* set_connection_limit sets the test role's CONNECTION LIMIT (-1: none). */
+static void set_connection_limit(int limit) {
+    char sql[200];
+    snprintf(sql, sizeof(sql), "ALTER ROLE \"%s\" CONNECTION LIMIT %d;",
+             getenv("PGC_USER"), limit);
+    superuser_sql(sql);
+}
+
 static int sleep_work(void *handle, void *arg, const tether_attempt *a,
                       tether_error *err) {
     (void)arg;
@@ -123,67 +131,76 @@ static tether_pool *open_adaptive(void) {
     return p;
 }
 
+/* One run of the load for 5 s against a new adaptive pool, and what the
+ * tests read of it: the pool's metrics at the end, and the limit's first
+ * sample and its least and most in the second half of the run. The test
+ * destroys the pool. */
+typedef struct outcome {
+    tether_pool *pool;
+    load ld;
+    tether_pool_metrics m;
+    int first, lo, hi;
+} outcome;
+
+static void run_adaptive(outcome *o) {
+    o->pool = open_adaptive();
+    int lim[100];
+    int n = run_load(o->pool, 5, &o->ld, lim, 100);
+    tether_pool_metrics_get(o->pool, &o->m);
+    o->first = lim[0];
+    o->lo = 1000;
+    o->hi = 0;
+    for (int i = n / 2; i < n; i++) { /* the second half */
+        o->lo = MIN(o->lo, lim[i]);
+        o->hi = MAX(o->hi, lim[i]);
+    }
+}
+
+/* check_none_failed fails the test, with the last error, if any call of
+ * the run failed. */
+static void check_none_failed(load *ld) {
+    if (atomic_load(&ld->failed))
+        fail_msg("%ld calls failed, the last: %s", atomic_load(&ld->failed),
+                 ld->last_error);
+}
+
 static void test_settles(void **state) {
     (void)state;
-    tether_pool *p = open_adaptive();
-    load ld;
-    int lim[100];
-    int n = run_load(p, 5, &ld, lim, 100);
-    tether_pool_metrics m;
-    tether_pool_metrics_get(p, &m);
-    int lo = 1000, hi = 0;
-    for (int i = n / 2; i < n; i++) { /* the second half */
-        lo = MIN(lo, lim[i]);
-        hi = MAX(hi, lim[i]);
-    }
+    outcome o;
+    run_adaptive(&o);
     printf("settles: %ld calls, %ld failed; limit first %d, second half "
            "%d..%d, now %d; hold %.2f ms, baseline %.2f ms; up %llu down "
            "%llu\n",
-           atomic_load(&ld.ok), atomic_load(&ld.failed), lim[0], lo, hi,
-           m.limit, (double)m.hold_short_us / 1e3, (double)m.hold_long_us / 1e3,
-           (unsigned long long)m.limit_up, (unsigned long long)m.limit_down);
-    if (atomic_load(&ld.failed))
-        fail_msg("%ld calls failed, the last: %s", atomic_load(&ld.failed),
-                 ld.last_error);
-    assert_int_equal(m.limit_adaptive, 1);
-    assert_true(m.limit_up > 0); /* it grew from its first value, 4 */
-    assert_true(hi >= 8 && hi <= 32 && lo >= 1);
-    assert_true(m.hold_short_us >= 5000 && m.hold_long_us >= 5000);
-    tether_pool_destroy(p);
+           atomic_load(&o.ld.ok), atomic_load(&o.ld.failed), o.first, o.lo,
+           o.hi, o.m.limit, (double)o.m.hold_short_us / 1e3,
+           (double)o.m.hold_long_us / 1e3, (unsigned long long)o.m.limit_up,
+           (unsigned long long)o.m.limit_down);
+    check_none_failed(&o.ld);
+    assert_int_equal(o.m.limit_adaptive, 1);
+    assert_true(o.m.limit_up > 0); /* it grew from its first value, 4 */
+    assert_true(o.hi >= 8 && o.hi <= 32 && o.lo >= 1);
+    assert_true(o.m.hold_short_us >= 5000 && o.m.hold_long_us >= 5000);
+    tether_pool_destroy(o.pool);
 }
 
 static void test_53300_brings_it_down(void **state) {
     (void)state;
-    char sql[200];
-    snprintf(sql, sizeof(sql), "ALTER ROLE \"%s\" CONNECTION LIMIT 6;",
-             getenv("PGC_USER"));
-    superuser_sql(sql);
-    tether_pool *p = open_adaptive();
-    load ld;
-    int lim[100];
-    int n = run_load(p, 5, &ld, lim, 100);
-    tether_pool_metrics m;
-    tether_pool_metrics_get(p, &m);
-    int hi = 0;
-    for (int i = n / 2; i < n; i++)
-        hi = MAX(hi, lim[i]);
+    set_connection_limit(6);
+    outcome o;
+    run_adaptive(&o);
     printf("53300: %ld calls, %ld failed; limit now %d, second half at most "
            "%d; refusals %llu, connect failures %llu, down %llu\n",
-           atomic_load(&ld.ok), atomic_load(&ld.failed), m.limit, hi,
-           (unsigned long long)m.limit_full,
-           (unsigned long long)m.connect_failures,
-           (unsigned long long)m.limit_down);
-    snprintf(sql, sizeof(sql), "ALTER ROLE \"%s\" CONNECTION LIMIT -1;",
-             getenv("PGC_USER"));
-    superuser_sql(sql);
-    if (atomic_load(&ld.failed))
-        fail_msg("%ld calls failed, the last: %s", atomic_load(&ld.failed),
-                 ld.last_error);
-    assert_true(m.limit_full >= 1);
-    assert_true(m.connect_failures >= 1);
-    assert_true(hi <= 6); /* it came down and stayed down */
-    assert_true(m.total <= 6);
-    tether_pool_destroy(p);
+           atomic_load(&o.ld.ok), atomic_load(&o.ld.failed), o.m.limit, o.hi,
+           (unsigned long long)o.m.limit_full,
+           (unsigned long long)o.m.connect_failures,
+           (unsigned long long)o.m.limit_down);
+    set_connection_limit(-1); /* none */
+    check_none_failed(&o.ld);
+    assert_true(o.m.limit_full >= 1);
+    assert_true(o.m.connect_failures >= 1);
+    assert_true(o.hi <= 6); /* it came down and stayed down */
+    assert_true(o.m.total <= 6);
+    tether_pool_destroy(o.pool);
 }
 
 int main(void) {

@@ -76,43 +76,63 @@ static void check_order(const run *r) {
         assert_int_equal(r->got[i], i);
 }
 
+/* The libuv tests' fixture: the pool of 2, a completion queue, a loop and a
+ * watcher on it that delivers to r, which keeps the last lease back. */
+typedef struct uv_fixture {
+    sim_pool f;
+    tether_cq *cq;
+    uv_loop_t loop;
+    run r;
+    tether_uv *w;
+} uv_fixture;
+
+static void uv_open(uv_fixture *u) {
+    make_pool(&u->f);
+    u->cq = tether_cq_create(NULL);
+    assert_non_null(u->cq);
+    assert_int_equal(uv_loop_init(&u->loop), 0);
+    memset(&u->r, 0, sizeof(u->r));
+    u->r.keep_last = 1;
+    assert_int_equal(
+        tether_uv_create(&u->w, &u->loop, u->cq, on_completion, &u->r, NULL),
+        0);
+}
+
+/* uv_close_all destroys the watcher, runs the loop until its close is done
+ * (nothing else left open) and closes the loop, the queue and the pool. */
+static void uv_close_all(uv_fixture *u) {
+    tether_uv_destroy(u->w);
+    assert_int_equal(uv_run(&u->loop, UV_RUN_DEFAULT), 0); /* the close */
+    assert_int_equal(uv_loop_close(&u->loop), 0);
+    tether_cq_destroy(u->cq);
+    sim_pool_close(&u->f);
+}
+
 static void test_uv(void **state) {
     (void)state;
-    sim_pool f;
-    make_pool(&f);
-    tether_pool *pool = f.pool;
-    tether_cq *cq = tether_cq_create(NULL);
-    assert_non_null(cq);
-    uv_loop_t loop;
-    assert_int_equal(uv_loop_init(&loop), 0);
-    run r;
-    memset(&r, 0, sizeof(r));
-    r.keep_last = 1;
-    tether_uv *w;
-    assert_int_equal(tether_uv_create(&w, &loop, cq, on_completion, &r, NULL),
-                     0);
-    start_all(pool, cq);
-    while (r.ngot < N)
-        uv_run(&loop, UV_RUN_ONCE);
-    check_order(&r);
+    uv_fixture u;
+    uv_open(&u);
+    start_all(u.f.pool, u.cq);
+    while (u.r.ngot < N)
+        uv_run(&u.loop, UV_RUN_ONCE);
+    check_order(&u.r);
     /* the held lease: a timeout comes through the loop as well */
     tether_lease *other;
-    assert_int_equal(tether_pool_acquire(pool, 1000, &other, NULL), 0);
-    assert_int_equal(tether_pool_acquire_start(pool, cq, 30, NULL, NULL, NULL),
-                     0);
-    while (r.timeouts == 0)
-        uv_run(&loop, UV_RUN_ONCE);
-    assert_int_equal(r.timeouts, 1);
+    assert_int_equal(tether_pool_acquire(u.f.pool, 1000, &other, NULL), 0);
+    assert_int_equal(
+        tether_pool_acquire_start(u.f.pool, u.cq, 30, NULL, NULL, NULL), 0);
+    while (u.r.timeouts == 0)
+        uv_run(&u.loop, UV_RUN_ONCE);
+    assert_int_equal(u.r.timeouts, 1);
     tether_lease_release(other);
-    tether_lease_release(r.held);
-    tether_uv_destroy(w);
-    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0); /* the close */
-    assert_int_equal(uv_loop_close(&loop), 0);
+    tether_lease_release(u.r.held);
+    /* no loop: refused */
+    tether_uv *w;
     tether_error err;
-    assert_int_equal(tether_uv_create(&w, NULL, cq, on_completion, &r, &err),
-                     TETHER_EINVAL);
-    tether_cq_destroy(cq);
-    sim_pool_close(&f);
+    assert_int_equal(
+        tether_uv_create(&w, NULL, u.cq, on_completion, &u.r, &err),
+        TETHER_EINVAL);
+    uv_close_all(&u);
 }
 
 /* A release on the loop's thread, outside the watcher's callback (as a
@@ -126,41 +146,28 @@ static void on_guard(uv_timer_t *t) {
 
 static void test_uv_same_turn(void **state) {
     (void)state;
-    sim_pool f;
-    make_pool(&f);
-    tether_cq *cq = tether_cq_create(NULL);
-    uv_loop_t loop;
-    assert_int_equal(uv_loop_init(&loop), 0);
-    run r;
-    memset(&r, 0, sizeof(r));
-    r.keep_last = 1;
-    tether_uv *w;
-    assert_int_equal(tether_uv_create(&w, &loop, cq, on_completion, &r, NULL),
-                     0);
+    uv_fixture u;
+    uv_open(&u);
     tether_lease *a, *b;
-    assert_int_equal(tether_pool_acquire(f.pool, 1000, &a, NULL), 0);
-    assert_int_equal(tether_pool_acquire(f.pool, 1000, &b, NULL), 0);
-    uv_run(&loop, UV_RUN_NOWAIT); /* the watcher binds the loop's thread */
-    start_all(f.pool, cq);        /* all queued: the pool is held */
+    assert_int_equal(tether_pool_acquire(u.f.pool, 1000, &a, NULL), 0);
+    assert_int_equal(tether_pool_acquire(u.f.pool, 1000, &b, NULL), 0);
+    uv_run(&u.loop, UV_RUN_NOWAIT); /* the watcher binds the loop's thread */
+    start_all(u.f.pool, u.cq);      /* all queued: the pool is held */
     int late = 0;
     uv_timer_t guard;
-    uv_timer_init(&loop, &guard);
+    uv_timer_init(&u.loop, &guard);
     guard.data = &late;
     uv_timer_start(&guard, on_guard, 2000, 0);
     tether_lease_release(a);
     tether_lease_release(b);
-    struct pollfd pfd = {tether_cq_fd(cq), POLLIN, 0};
+    struct pollfd pfd = {tether_cq_fd(u.cq), POLLIN, 0};
     assert_int_equal(poll(&pfd, 1, 0), 0); /* no wake-up written */
-    uv_run(&loop, UV_RUN_ONCE);
+    uv_run(&u.loop, UV_RUN_ONCE);
     assert_int_equal(late, 0);
-    check_order(&r); /* each callback's release served the next at once */
-    tether_lease_release(r.held);
+    check_order(&u.r); /* each callback's release served the next at once */
+    tether_lease_release(u.r.held);
     uv_close((uv_handle_t *)&guard, NULL);
-    tether_uv_destroy(w);
-    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
-    assert_int_equal(uv_loop_close(&loop), 0);
-    tether_cq_destroy(cq);
-    sim_pool_close(&f);
+    uv_close_all(&u);
 }
 
 static void test_libevent(void **state) {

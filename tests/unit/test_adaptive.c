@@ -37,31 +37,11 @@ static tether_pool_metrics metrics(tether_pool *p) {
     return m;
 }
 
-/* An adaptive pool of min..max on a virtual clock at 1 s, over a sim that
- * admits at most server_max connections (0: any). */
-static void open_adaptive(sim_pool *f, int min, int max, int server_max) {
-    tether_sim_opts so;
-    tether_pool_opts po;
-    sim_pool_opts(f, 1000, &so, &po);
-    so.max_connections = server_max;
-    po.min_size = min;
-    po.max_size = max;
-    po.limit = TETHER_POOL_LIMIT_ADAPTIVE;
-    po.barge_limit_us = 0; /* strict FIFO: the order is the test's */
-    po.name = "adaptive";
-    sim_pool_open(f, &so, &po);
-}
-
 /* The leases a test holds across windows. */
 typedef struct held {
     tether_lease *l[MAXL];
     int n;
 } held;
-
-static void hold_up_to(sim_pool *f, held *h, int n) {
-    while (h->n < n)
-        h->l[h->n++] = sim_pool_acquire(f->pool);
-}
 
 static void release_all(held *h) {
     for (int i = 0; i < h->n; i++)
@@ -69,43 +49,84 @@ static void release_all(held *h) {
     h->n = 0;
 }
 
+/* The tests' fixture: a pool over the sim on a virtual clock at 1 s (f),
+ * and the leases the test holds (h). */
+typedef struct fixture {
+    sim_pool f;
+    held h;
+} fixture;
+
+/* open_adaptive opens x: an adaptive pool of min..max over a sim that
+ * admits at most server_max connections (0: any), nothing held. */
+static void open_adaptive(fixture *x, int min, int max, int server_max) {
+    tether_sim_opts so;
+    tether_pool_opts po;
+    sim_pool_opts(&x->f, 1000, &so, &po);
+    so.max_connections = server_max;
+    po.min_size = min;
+    po.max_size = max;
+    po.limit = TETHER_POOL_LIMIT_ADAPTIVE;
+    po.barge_limit_us = 0; /* strict FIFO: the order is the test's */
+    po.name = "adaptive";
+    sim_pool_open(&x->f, &so, &po);
+    x->h.n = 0;
+}
+
+/* close_fixture releases the leases x holds and closes its pool. */
+static void close_fixture(fixture *x) {
+    release_all(&x->h);
+    sim_pool_close(&x->f);
+}
+
+static void hold_up_to(fixture *x, int n) {
+    while (x->h.n < n)
+        x->h.l[x->h.n++] = sim_pool_acquire(x->f.pool);
+}
+
 /* One window: the leases held (want of them, or the limit's worth when
  * want is -1) are held hold_ms, released, and the same number taken again
  * and held through the pass, so the pass finds the pool at its limit
  * when want is -1. Returns the limit after the pass. */
-static int window(sim_pool *f, held *h, int want, int64_t hold_ms) {
-    int n = want < 0 ? metrics(f->pool).limit : want;
-    hold_up_to(f, h, n);
-    sim_pool_advance_ms(f, hold_ms);
-    release_all(h);
-    hold_up_to(f, h, n);
-    tether__pool_housekeep(f->pool);
-    tether_pool_metrics m = metrics(f->pool);
+static int window(fixture *x, int want, int64_t hold_ms) {
+    int n = want < 0 ? metrics(x->f.pool).limit : want;
+    hold_up_to(x, n);
+    sim_pool_advance_ms(&x->f, hold_ms);
+    release_all(&x->h);
+    hold_up_to(x, n);
+    tether__pool_housekeep(x->f.pool);
+    tether_pool_metrics m = metrics(x->f.pool);
     assert_true(m.limit >= m.limit_min && m.limit <= m.limit_max);
     assert_true(m.total <= TETHER__MAX(m.limit, n)); /* none created above */
     return m.limit;
+}
+
+/* grow runs n windows at the limit with a 10 ms hold; returns the limit
+ * after the last pass. */
+static int grow(fixture *x, int n) {
+    for (int i = 0; i < n; i++)
+        window(x, -1, 10);
+    return metrics(x->f.pool).limit;
 }
 
 /* The limit grows while the hold time holds and the pool is at its limit,
  * in steps, up to max and no further. */
 static void test_grows_to_max(void **state) {
     (void)state;
-    sim_pool f;
-    open_adaptive(&f, 0, 32, 0);
-    held h = {0};
-    tether_pool_metrics m = metrics(f.pool);
+    fixture x;
+    open_adaptive(&x, 0, 32, 0);
+    tether_pool_metrics m = metrics(x.f.pool);
     assert_int_equal(m.limit_adaptive, 1);
     assert_int_equal(m.limit, 4); /* the first limit */
     assert_int_equal(m.limit_max, 32);
     assert_int_equal(m.limit_min, 1);
     int prev = m.limit, steps = 0;
     for (int i = 0; i < 40; i++) {
-        int now = window(&f, &h, -1, 10);
+        int now = window(&x, -1, 10);
         assert_true(now >= prev);
         steps += now > prev;
         prev = now;
     }
-    m = metrics(f.pool);
+    m = metrics(x.f.pool);
     assert_int_equal(m.limit, 32);
     assert_true(steps >= 5); /* gradual, not one jump */
     assert_int_equal(m.limit_up, (uint64_t)steps);
@@ -113,83 +134,71 @@ static void test_grows_to_max(void **state) {
     assert_true(m.hold_short_us >= 9000 && m.hold_short_us <= 11000);
     assert_true(m.hold_long_us >= 9000 && m.hold_long_us <= 11000);
     assert_int_equal(m.max_size, 32); /* the ceiling */
-    release_all(&h);
-    sim_pool_close(&f);
+    close_fixture(&x);
 }
 
 /* Far below its limit the pool learns nothing of it: no growth. */
 static void test_no_growth_unbound(void **state) {
     (void)state;
-    sim_pool f;
-    open_adaptive(&f, 0, 32, 0);
-    held h = {0};
+    fixture x;
+    open_adaptive(&x, 0, 32, 0);
     for (int i = 0; i < 20; i++)
-        assert_int_equal(window(&f, &h, 1, 10), 4);
-    release_all(&h);
-    sim_pool_close(&f);
+        assert_int_equal(window(&x, 1, 10), 4);
+    close_fixture(&x);
 }
 
 /* A window without a release teaches nothing: every lease held through
  * the passes (the pool at its limit), the limit stays. */
 static void test_no_release_no_change(void **state) {
     (void)state;
-    sim_pool f;
-    open_adaptive(&f, 0, 32, 0);
-    held h = {0};
-    for (int i = 0; i < 3; i++)
-        window(&f, &h, -1, 10);
-    int before = metrics(f.pool).limit;
+    fixture x;
+    open_adaptive(&x, 0, 32, 0);
+    int before = grow(&x, 3);
     assert_true(before > 4);
-    hold_up_to(&f, &h, before); /* every connection in use: at the limit */
+    hold_up_to(&x, before); /* every connection in use: at the limit */
     for (int i = 0; i < 10; i++) {
-        sim_pool_advance_ms(&f, 100);
-        tether__pool_housekeep(f.pool);
-        assert_int_equal(metrics(f.pool).limit, before);
+        sim_pool_advance_ms(&x.f, 100);
+        tether__pool_housekeep(x.f.pool);
+        assert_int_equal(metrics(x.f.pool).limit, before);
     }
-    release_all(&h);
-    sim_pool_close(&f);
+    close_fixture(&x);
 }
 
 /* Waiters at the limit count as bound: the pass grows the limit, and the
  * acquire that found no room (timeout 0) leaves no trace. */
 static void test_waiter_counts_as_bound(void **state) {
     (void)state;
-    sim_pool f;
-    open_adaptive(&f, 0, 32, 0);
-    held h = {0};
-    hold_up_to(&f, &h, 4);
-    sim_pool_advance_ms(&f, 10);
-    release_all(&h);
-    hold_up_to(&f, &h, 3); /* one idle: in use is below the limit */
+    fixture x;
+    open_adaptive(&x, 0, 32, 0);
+    hold_up_to(&x, 4);
+    sim_pool_advance_ms(&x.f, 10);
+    release_all(&x.h);
+    hold_up_to(&x, 3); /* one idle: in use is below the limit */
     tether_lease *l = NULL;
-    tether_lease *l4 = sim_pool_acquire(f.pool);
-    assert_int_not_equal(tether_pool_acquire(f.pool, 1, &l, NULL), 0);
+    tether_lease *l4 = sim_pool_acquire(x.f.pool);
+    assert_int_not_equal(tether_pool_acquire(x.f.pool, 1, &l, NULL), 0);
     tether_lease_release(l4);
-    tether__pool_housekeep(f.pool);
-    assert_true(metrics(f.pool).limit > 4);
-    release_all(&h);
-    sim_pool_close(&f);
+    tether__pool_housekeep(x.f.pool);
+    assert_true(metrics(x.f.pool).limit > 4);
+    close_fixture(&x);
 }
 
 /* Grow to 16 at a 10 ms hold, then double the hold: the limit comes down
  * while the hold stays doubled, and never below the floor. */
 static void test_shrinks_when_latency_doubles(void **state) {
     (void)state;
-    sim_pool f;
-    open_adaptive(&f, 3, 16, 0);
-    held h = {0};
-    for (int i = 0; i < 30; i++)
-        window(&f, &h, -1, 10);
-    assert_int_equal(metrics(f.pool).limit, 16);
+    fixture x;
+    open_adaptive(&x, 3, 16, 0);
+    assert_int_equal(grow(&x, 30), 16);
     int prev = 16, first = 0;
     for (int i = 0; i < 10; i++) {
-        int now = window(&f, &h, -1, 20);
+        int now = window(&x, -1, 20);
         assert_true(now <= prev);
         if (!first && now < 16)
             first = i + 1;
         prev = now;
     }
-    tether_pool_metrics m = metrics(f.pool);
+    tether_pool_metrics m = metrics(x.f.pool);
     assert_true(first >= 1 && first <= 2); /* at once */
     assert_true(m.limit <= 8);
     assert_true(m.limit_down > 0);
@@ -197,15 +206,14 @@ static void test_shrinks_when_latency_doubles(void **state) {
     assert_true(m.hold_long_us >= 10000 && m.hold_long_us <= 13000);
     /* Four times the hold: down to the floor (min 3), and no lower. */
     for (int i = 0; i < 30; i++)
-        assert_true(window(&f, &h, -1, 40) >= 3);
-    m = metrics(f.pool);
+        assert_true(window(&x, -1, 40) >= 3);
+    m = metrics(x.f.pool);
     assert_int_equal(m.limit, 3);
     assert_int_equal(m.limit_min, 3);
     /* The leases above the limit were closed as released: the pool holds
      * the limit's worth, all in use. */
     assert_int_equal(m.total, 3);
-    release_all(&h);
-    sim_pool_close(&f);
+    close_fixture(&x);
 }
 
 /* One window of quick leases (a burst of lookups) does not set the
@@ -214,17 +222,13 @@ static void test_shrinks_when_latency_doubles(void **state) {
  * at the real server, under client load). */
 static void test_one_quick_window(void **state) {
     (void)state;
-    sim_pool f;
-    open_adaptive(&f, 0, 16, 0);
-    held h = {0};
-    for (int i = 0; i < 30; i++)
-        window(&f, &h, -1, 10);
-    assert_int_equal(metrics(f.pool).limit, 16);
-    window(&f, &h, -1, 0); /* held for no time at all */
+    fixture x;
+    open_adaptive(&x, 0, 16, 0);
+    assert_int_equal(grow(&x, 30), 16);
+    window(&x, -1, 0); /* held for no time at all */
     for (int i = 0; i < 20; i++)
-        assert_true(window(&f, &h, -1, 10) >= 14);
-    release_all(&h);
-    sim_pool_close(&f);
+        assert_true(window(&x, -1, 10) >= 14);
+    close_fixture(&x);
 }
 
 /* The server refuses a connect as full (53300): the next pass brings the
@@ -233,72 +237,66 @@ static void test_one_quick_window(void **state) {
  * too many closes as it is released. */
 static void test_shrinks_on_53300(void **state) {
     (void)state;
-    sim_pool f;
-    open_adaptive(&f, 0, 32, 8); /* the server admits 8 */
-    held h = {0};
-    for (int i = 0; i < 8; i++) /* 4 -> 8 and on: the ninth is refused */
-        window(&f, &h, TETHER__MIN(metrics(f.pool).limit, 8), 10);
-    tether_pool_metrics m = metrics(f.pool);
+    fixture x;
+    open_adaptive(&x, 0, 32, 8); /* the server admits 8 */
+    for (int i = 0; i < 8; i++)  /* 4 -> 8 and on: the ninth is refused */
+        window(&x, TETHER__MIN(metrics(x.f.pool).limit, 8), 10);
+    tether_pool_metrics m = metrics(x.f.pool);
     assert_true(m.limit > 8);
-    assert_int_equal(h.n, 8);
+    assert_int_equal(x.h.n, 8);
     tether_lease *l = NULL;
     tether_error err = {0};
-    assert_int_equal(tether_pool_acquire(f.pool, 1, &l, &err),
+    assert_int_equal(tether_pool_acquire(x.f.pool, 1, &l, &err),
                      TETHER_ETIMEDOUT); /* refused, then waits for a release */
-    assert_int_equal(metrics(f.pool).connect_failures, 1);
-    tether__pool_housekeep(f.pool);
-    m = metrics(f.pool);
+    assert_int_equal(metrics(x.f.pool).connect_failures, 1);
+    tether__pool_housekeep(x.f.pool);
+    m = metrics(x.f.pool);
     assert_int_equal(m.limit, 6); /* 8 held x 0.75 */
     assert_int_equal(m.limit_full, 1);
     assert_int_equal(m.total, 8); /* nothing taken from a holder */
-    for (int i = 0; i < h.n; i++)
-        assert_non_null(tether_lease_handle(h.l[i]));
-    assert_int_equal(tether_sim_use(tether_lease_handle(h.l[0]), NULL), 0);
-    sim_pool_advance_ms(&f, 10); /* held as long as the others */
-    release_all(&h);
-    m = metrics(f.pool);
+    for (int i = 0; i < x.h.n; i++)
+        assert_non_null(tether_lease_handle(x.h.l[i]));
+    assert_int_equal(tether_sim_use(tether_lease_handle(x.h.l[0]), NULL), 0);
+    sim_pool_advance_ms(&x.f, 10); /* held as long as the others */
+    release_all(&x.h);
+    m = metrics(x.f.pool);
     assert_int_equal(m.total, 6); /* two closed as released */
     assert_int_equal(m.idle, 6);
     assert_int_equal(m.closed_idle, 2);
     /* At the limit with the hold time steady: no growth above 6 while the
      * hold lasts (5 s), then it grows again. */
     for (int i = 0; i < 20; i++)
-        assert_int_equal(window(&f, &h, -1, 10), 6);
-    sim_pool_advance_ms(&f, 5000);
+        assert_int_equal(window(&x, -1, 10), 6);
+    sim_pool_advance_ms(&x.f, 5000);
     int grew = 0;
     for (int i = 0; i < 5; i++)
-        grew |= window(&f, &h, TETHER__MIN(metrics(f.pool).limit, 8), 10) > 6;
+        grew |= window(&x, TETHER__MIN(metrics(x.f.pool).limit, 8), 10) > 6;
     assert_true(grew);
-    release_all(&h);
-    sim_pool_close(&f);
+    close_fixture(&x);
 }
 
 /* 57P03 (the server is starting up or shutting down) counts the same. */
 static void test_shrinks_on_57p03(void **state) {
     (void)state;
-    sim_pool f;
-    open_adaptive(&f, 0, 32, 0);
-    held h = {0};
-    for (int i = 0; i < 4; i++)
-        window(&f, &h, -1, 10);
-    int before = metrics(f.pool).limit;
+    fixture x;
+    open_adaptive(&x, 0, 32, 0);
+    int before = grow(&x, 4);
     assert_true(before > 4);
-    sim_pool_advance_ms(&f, 10); /* held as long as in the windows */
-    release_all(&h);
-    tether_pool_evict_idle(f.pool);
-    hold_up_to(&f, &h, 4);
-    tether_sim_fail_next_sqlstate(f.sim, 1, TETHER_ETHROTTLED,
+    sim_pool_advance_ms(&x.f, 10); /* held as long as in the windows */
+    release_all(&x.h);
+    tether_pool_evict_idle(x.f.pool);
+    hold_up_to(&x, 4);
+    tether_sim_fail_next_sqlstate(x.f.sim, 1, TETHER_ETHROTTLED,
                                   TETHER_CLASS_THROTTLED, "57P03");
     tether_lease *l = NULL;
-    assert_int_not_equal(tether_pool_acquire(f.pool, 1, &l, NULL), 0);
-    tether__pool_housekeep(f.pool);
-    tether_pool_metrics m = metrics(f.pool);
+    assert_int_not_equal(tether_pool_acquire(x.f.pool, 1, &l, NULL), 0);
+    tether__pool_housekeep(x.f.pool);
+    tether_pool_metrics m = metrics(x.f.pool);
     assert_int_equal(m.limit, 3); /* 4 held x 0.75 */
     assert_int_equal(m.limit_full, 1);
     /* A transition, not a size: no hold, it grows again at once. */
-    assert_true(window(&f, &h, -1, 10) > 3);
-    release_all(&h);
-    sim_pool_close(&f);
+    assert_true(window(&x, -1, 10) > 3);
+    close_fixture(&x);
 }
 
 /* A fleet without a proxy: 4 pools of at most 10 share a server that
@@ -306,6 +304,15 @@ static void test_shrinks_on_57p03(void **state) {
  * below the server's limit, and in the second half of a minute (virtual)
  * refusals are rare and every pool still holds connections. */
 #define FLEET 4
+
+/* take_to_limit takes leases of p into h while h holds fewer than p's limit
+ * and one comes within 1 ms (a refused connect ends it). */
+static void take_to_limit(tether_pool *p, held *h) {
+    tether_lease *l;
+    while (h->n < metrics(p).limit && tether_pool_acquire(p, 1, &l, NULL) == 0)
+        h->l[h->n++] = l;
+}
+
 static void test_fleet_settles(void **state) {
     (void)state;
     tether_vclock *vc = tether_vclock_create(1000 * MS);
@@ -333,22 +340,15 @@ static void test_fleet_settles(void **state) {
     int least_held = 100;
     for (int round = 0; round < 600; round++) { /* 100 ms each */
         for (int i = 0; i < FLEET; i++) {       /* each takes what it may */
-            tether_lease *l;
-            while (h[i].n < metrics(p[i]).limit &&
-                   tether_pool_acquire(p[i], 1, &l, NULL) == 0)
-                h[i].l[h[i].n++] = l;
+            take_to_limit(p[i], &h[i]);
             if (round >= 300)
                 least_held = TETHER__MIN(least_held, h[i].n);
         }
         tether_vclock_advance(vc, 10 * MS);
         for (int i = 0; i < FLEET; i++)
             release_all(&h[i]);
-        for (int i = 0; i < FLEET; i++) { /* held again through the pass */
-            tether_lease *l;
-            while (h[i].n < metrics(p[i]).limit &&
-                   tether_pool_acquire(p[i], 1, &l, NULL) == 0)
-                h[i].l[h[i].n++] = l;
-        }
+        for (int i = 0; i < FLEET; i++) /* held again through the pass */
+            take_to_limit(p[i], &h[i]);
         tether_vclock_advance(vc, 90 * MS);
         uint64_t refused = 0;
         for (int i = 0; i < FLEET; i++) {
@@ -416,64 +416,59 @@ static void wait_waiters(tether_pool *p, int n) {
 
 static void test_waiters_fifo_and_deadlines(void **state) {
     (void)state;
-    sim_pool f;
-    open_adaptive(&f, 0, 8, 3); /* the server admits 3 */
-    held h = {0};
-    hold_up_to(&f, &h, 3); /* the limit is 4: the next connect is refused */
+    fixture x;
+    open_adaptive(&x, 0, 8, 3); /* the server admits 3 */
+    hold_up_to(&x, 3); /* the limit is 4: the next connect is refused */
     atomic_store(&served, 0);
-    waiter_arg a = {f.pool, 5000, -1, 0, 0, NULL};
+    waiter_arg a = {x.f.pool, 5000, -1, 0, 0, NULL};
     waiter_arg b = a, c = a;
     c.timeout_ms = 150;
     pthread_t ta, tb, tc;
     pthread_create(&ta, NULL, waiter_main, &a);
-    wait_waiters(f.pool, 1); /* refused, waits for a release */
-    tether__pool_housekeep(f.pool);
-    assert_int_equal(metrics(f.pool).limit, 2); /* 3 x 0.75, rounded */
+    wait_waiters(x.f.pool, 1); /* refused, waits for a release */
+    tether__pool_housekeep(x.f.pool);
+    assert_int_equal(metrics(x.f.pool).limit, 2); /* 3 x 0.75, rounded */
     pthread_create(&tb, NULL, waiter_main, &b);
-    wait_waiters(f.pool, 2);
+    wait_waiters(x.f.pool, 2);
     pthread_create(&tc, NULL, waiter_main, &c);
-    wait_waiters(f.pool, 3);
-    assert_int_equal(tether_lease_release(h.l[0]), 0); /* closed: 3 > 2 */
-    assert_int_equal(metrics(f.pool).total, 2);
-    assert_int_equal(tether_lease_release(h.l[1]), 0); /* to a */
+    wait_waiters(x.f.pool, 3);
+    assert_int_equal(tether_lease_release(x.h.l[0]), 0); /* closed: 3 > 2 */
+    assert_int_equal(metrics(x.f.pool).total, 2);
+    assert_int_equal(tether_lease_release(x.h.l[1]), 0); /* to a */
     pthread_join(ta, NULL);
     assert_int_equal(a.rc, 0);
     assert_int_equal(a.order, 1);
     pthread_join(tc, NULL); /* times out at its deadline */
     assert_int_equal(c.rc, TETHER_ETIMEDOUT);
     assert_true(c.waited_ms >= 140 && c.waited_ms < 1000);
-    assert_int_equal(tether_lease_release(h.l[2]), 0); /* to b */
+    assert_int_equal(tether_lease_release(x.h.l[2]), 0); /* to b */
     pthread_join(tb, NULL);
     assert_int_equal(b.rc, 0);
     assert_int_equal(b.order, 2);
-    tether_pool_metrics m = metrics(f.pool);
+    tether_pool_metrics m = metrics(x.f.pool);
     assert_int_equal(m.total, 2);
     assert_int_equal(m.in_use, 2);
     tether_lease_release(a.l);
     tether_lease_release(b.l);
-    sim_pool_close(&f);
+    sim_pool_close(&x.f); /* x.h's leases were released one by one above */
 }
 
 /* tether_pool_resize sets an adaptive pool's floor and ceiling. */
 static void test_resize_bounds(void **state) {
     (void)state;
-    sim_pool f;
-    open_adaptive(&f, 0, 32, 0);
-    held h = {0};
-    for (int i = 0; i < 40; i++)
-        window(&f, &h, -1, 10);
-    assert_int_equal(metrics(f.pool).limit, 32);
-    release_all(&h);
-    assert_int_equal(tether_pool_resize(f.pool, 2, 10, NULL), 0);
-    tether_pool_metrics m = metrics(f.pool);
+    fixture x;
+    open_adaptive(&x, 0, 32, 0);
+    assert_int_equal(grow(&x, 40), 32);
+    release_all(&x.h);
+    assert_int_equal(tether_pool_resize(x.f.pool, 2, 10, NULL), 0);
+    tether_pool_metrics m = metrics(x.f.pool);
     assert_int_equal(m.limit, 10);
     assert_int_equal(m.limit_max, 10);
     assert_int_equal(m.limit_min, 2);
     assert_true(m.total <= 10);
     for (int i = 0; i < 10; i++)
-        assert_true(window(&f, &h, -1, 10) <= 10);
-    release_all(&h);
-    sim_pool_close(&f);
+        assert_true(window(&x, -1, 10) <= 10);
+    close_fixture(&x);
 }
 
 /* The keyword: fixed (the default), adaptive, and a bad value named. */
@@ -509,27 +504,25 @@ static void test_keyword(void **state) {
 /* A fixed pool: the limit is max_size, no samples, no changes. */
 static void test_fixed_reports_max(void **state) {
     (void)state;
-    sim_pool f;
+    fixture x = {0};
     tether_sim_opts so;
     tether_pool_opts po;
-    sim_pool_opts(&f, 1000, &so, &po);
+    sim_pool_opts(&x.f, 1000, &so, &po);
     po.max_size = 5;
-    sim_pool_open(&f, &so, &po);
-    held h = {0};
+    sim_pool_open(&x.f, &so, &po);
     for (int i = 0; i < 10; i++)
-        window(&f, &h, 5, 10);
-    tether_pool_metrics m = metrics(f.pool);
+        window(&x, 5, 10);
+    tether_pool_metrics m = metrics(x.f.pool);
     assert_int_equal(m.limit_adaptive, 0);
     assert_int_equal(m.limit, 5);
     assert_int_equal(m.limit_max, 5);
     assert_int_equal(m.hold_short_us, 0);
     assert_int_equal(m.limit_up + m.limit_down + m.limit_full, 0);
     static char buf[32768];
-    tether_pool_metrics_prometheus(f.pool, buf, sizeof(buf));
+    tether_pool_metrics_prometheus(x.f.pool, buf, sizeof(buf));
     assert_non_null(strstr(buf, "tether_pool_limit{pool=\"pool-"));
     assert_non_null(strstr(buf, "mode=\"fixed\"} 5\n"));
-    release_all(&h);
-    sim_pool_close(&f);
+    close_fixture(&x);
 }
 
 int main(void) {
