@@ -16,7 +16,7 @@
  * one lease (not idempotent) within a deadline of 1-3 s
  * (tether_pool_run_for), counted in the database at the end like the
  * inserts; and after each fault, writes must be back in both pools within
- * CHECK_WRITES_BACK_MS of the later of the server's return and the end of
+ * check_writes_back_ms() of the later of the server's return and the end of
  * the breaker's period in force then (demo_check.c). */
 #include "cli.h"
 #include "demo.h"
@@ -678,8 +678,8 @@ static int wait_writes_back(fault_rec *fr, int64_t until_ms) {
         return 1; /* the server was not brought back: nothing to judge */
     if (D.o.chaos || !until_ms || until_ms > back + WRITES_BACK_WAIT_MS)
         until_ms = back + WRITES_BACK_WAIT_MS;
-    if (until_ms < back + 2 * CHECK_WRITES_BACK_MS) /* the quick ones */
-        until_ms = back + 2 * CHECK_WRITES_BACK_MS;
+    if (until_ms < back + 2 * check_writes_back_ms()) /* the quick ones */
+        until_ms = back + 2 * check_writes_back_ms();
     while (!writes_back_due(fr, now_ms()) && now_ms() < until_ms)
         if (!sleep_until(now_ms() + 10))
             return 0;
@@ -990,7 +990,7 @@ static void report_text(const once_count *oc, const once_count *jc,
            "later\n than %d ms after the end of the pacing then (the breaker's "
            "period, a connect's\n pause), ? not judged: the next fault was "
            "due first)\n",
-           CHECK_WRITES_BACK_MS);
+           check_writes_back_ms());
     for (int i = 0; i < D.nfaults; i++)
         late_text(&D.faults[i]);
     printf("\n");

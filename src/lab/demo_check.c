@@ -60,6 +60,11 @@ void check_unhold(const void *conn) {
 #define UNDER_SANITIZER 0
 #endif
 
+int check_writes_back_ms(void) {
+    return UNDER_SANITIZER ? CHECK_WRITES_BACK_SANITIZER_MS
+                           : CHECK_WRITES_BACK_MS;
+}
+
 int check_overrun_slack_ms(void) {
     return UNDER_SANITIZER ? CHECK_OVERRUN_SLACK_SANITIZER_MS
                            : CHECK_OVERRUN_SLACK_MS;
@@ -226,7 +231,7 @@ int64_t check_back_allowance_ms(const fault_back *b, int64_t back_ms) {
     int64_t from = b->period_end_ms > back_ms ? b->period_end_ms : back_ms;
     if (back_ms + b->pause_left_ms > from)
         from = back_ms + b->pause_left_ms;
-    return from - back_ms + CHECK_WRITES_BACK_MS;
+    return from - back_ms + check_writes_back_ms();
 }
 
 void check_back_judge(fault_back *b, int64_t back_ms, int64_t now_ms) {
