@@ -1378,8 +1378,8 @@ typedef struct tether_pool_metrics {
     uint64_t limit_full;      /* connects refused as full (53300, 57P03)
                                  that brought it down */
     uint64_t rebalanced;      /* connections retired to move them to servers
-                                 Patroni's list gained (docs/patroni.md, "A
-                                 replica added"; also in closed_lifetime) */
+                                 Patroni's list gained (docs/patroni.md,
+                                 "Rebalance"; also in closed_lifetime) */
 } tether_pool_metrics;
 
 /* tether_pool_hist_bound_us returns bucket i's upper bound in microseconds

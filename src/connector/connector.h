@@ -181,7 +181,7 @@ struct tether_connector {
     unsigned char disc_role[TETHER__MAX_HOSTS];
     char *disc_list;       /* the list last set from it */
     unsigned disc_changes; /* times it was set */
-    /* A rebalance (docs/patroni.md, "A replica added"): the servers the
+    /* A rebalance (docs/patroni.md, "Rebalance"): the servers the
      * last change added (disc_fresh, by server index), how many, of how
      * many in the list, counted by disc_added_gen; a server with quota
      * left goes first in the visiting order (tether__connector_favour). */
@@ -237,7 +237,7 @@ int tether__connector_added(tether_connector *c, unsigned *gen, int *added,
 /* tether__connector_favour puts each server the last change added first
  * in the next n connects' visiting order (one server a connect, the others
  * after it in their usual order), so that a pool's replacements reach them
- * (docs/patroni.md, "A replica added"). A later change of the list ends
+ * (docs/patroni.md, "Rebalance"). A later change of the list ends
  * it. */
 void tether__connector_favour(tether_connector *c, int n);
 

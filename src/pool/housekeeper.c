@@ -6,7 +6,7 @@
  * timeout, spaced lifetime retirement, leak reports, keepalive of long-idle
  * connections, the bound of reservations to a transaction (affinity.c),
  * refill to min_size and the move of a share of the connections to servers
- * Patroni's list gained (docs/patroni.md, "A replica added"). The pass itself
+ * Patroni's list gained (docs/patroni.md, "Rebalance"). The pass itself
  * never blocks on the network: creations and keepalive round trips run on
  * short-lived worker threads, so the published time never goes stale. Pools on
  * a virtual clock are left to tests, which call tether__pool_housekeep

@@ -162,7 +162,7 @@ struct tether_pool {
      * with tether_pool_limit=adaptive, o.max_size is the current limit. */
     tether__adaptive ad;
 
-    /* A rebalance (housekeeper.c; docs/patroni.md, "A replica added"):
+    /* A rebalance (housekeeper.c; docs/patroni.md, "Rebalance"):
      * Patroni's list gained servers, so rebal_left connections made before
      * rebal_before_ms move, one a pass: the least used idle one closes,
      * and the connection made for it, which reaches a new server first,
