@@ -196,19 +196,37 @@ static int take_old(tether_pool *p, int i) {
  * into the most used idle slot, so that the callers who use that slot
  * reach the new server; that slot's old connection stays, idle, in the
  * new one's place. */
+/* take_hot reserves the most used slot for the exchange: it is most
+ * often leased, so it is tried every millisecond for up to MOVE_WAIT_MS
+ * (the mover's own thread waits, no caller). */
+#define MOVE_WAIT_MS 200
+static tether__slot *take_hot(tether_pool *p, const tether__slot *s) {
+    int h = p->rebal_hot;
+    tether__slot *hs = h >= 0 ? &p->slots[h] : NULL;
+    if (!hs || hs == s)
+        return NULL;
+    for (int i = 0; i < MOVE_WAIT_MS && !atomic_load(&p->closing); i++) {
+        if (slot_cas(hs, SLOT_IDLE, SLOT_RESERVED))
+            return hs;
+        if (slot_state(hs) == SLOT_FREE) /* closed meanwhile */
+            return NULL;
+        struct timespec ms = {0, 1000000L};
+        nanosleep(&ms, NULL);
+    }
+    return NULL;
+}
+
 static void *move_main(void *arg) {
     tether_pool *p = arg;
     tether__slot *s = connect_bg(p);
-    if (s) {
-        int h = p->rebal_hot;
-        tether__slot *hs = h >= 0 ? &p->slots[h] : NULL;
-        if (hs && hs != s && slot_cas(hs, SLOT_IDLE, SLOT_RESERVED)) {
-            if (hs->created_ms < p->rebal_before_ms)
-                tether__pool_exchange(s, hs);
-            tether__pool_put_idle(p, hs);
-        }
-        tether__pool_put_idle(p, s);
+    tether__slot *hs = s ? take_hot(p, s) : NULL;
+    if (hs) {
+        if (hs->created_ms < p->rebal_before_ms)
+            tether__pool_exchange(s, hs);
+        tether__pool_put_idle(p, hs);
     }
+    if (s)
+        tether__pool_put_idle(p, s);
     atomic_store(&p->rebal_moving, 0);
     tether__pool_bg_done(p);
     return NULL;
