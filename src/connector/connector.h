@@ -189,13 +189,6 @@ struct tether_connector {
     unsigned short disc_quota[TETHER__MAX_HOSTS];
     int disc_added, disc_servers;
     unsigned disc_added_gen;
-    /* Servers that left the list lately (a hash of host, hostaddr and
-     * port, and when): one back within TETHER__DISC_RECENT_NS does not
-     * count as added (it flapped; the pool may still hold its
-     * connections). A ring. */
-    uint64_t disc_left_key[16];
-    int64_t disc_left_ns[16];
-    unsigned disc_left_next;
     struct retired *disc_retired; /* endpoint arrays it replaced */
     /* A server refused as busy (53300, 57P03) ends the connect at once
      * instead of pausing for the next pass (tether__connector_busy_fast:

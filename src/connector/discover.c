@@ -105,57 +105,10 @@ static int same_str(const char *a, const char *b) {
     return a == b || (a && b && !strcmp(a, b));
 }
 
-/* A server back in the list this soon after it left does not count as
- * added (docs/patroni.md, "Rebalance"). */
-#define TETHER__DISC_RECENT_NS (30LL * 1000000000LL)
-
-static uint64_t ep_key(const tether__ep *e) {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    const char *parts[2] = {e->host ? e->host : "",
-                            e->hostaddr ? e->hostaddr : ""};
-    for (int k = 0; k < 2; k++) {
-        for (const char *q = parts[k]; *q; q++)
-            h = (h ^ (unsigned char)*q) * 1099511628211ULL;
-        h = (h ^ '|') * 1099511628211ULL;
-    }
-    return (h ^ (uint64_t)(unsigned)e->port) * 1099511628211ULL;
-}
-
-static int in_list(const tether__ep *e, const tether__ep *l, int n) {
-    for (int j = 0; j < n; j++)
-        if (same_str(e->host, l[j].host) &&
-            same_str(e->hostaddr, l[j].hostaddr) && e->port == l[j].port)
-            return 1;
-    return 0;
-}
-
-/* left_lately says whether e left c's list within TETHER__DISC_RECENT_NS
- * of now. */
-static int left_lately(const tether_connector *c, const tether__ep *e,
-                       int64_t now) {
-    uint64_t k = ep_key(e);
-    for (int i = 0; i < 16; i++)
-        if (c->disc_left_key[i] == k && c->disc_left_ns[i] &&
-            now - c->disc_left_ns[i] < TETHER__DISC_RECENT_NS)
-            return 1;
-    return 0;
-}
-
 /* mark_added records which servers of c's new list the old one (old, n)
- * did not name and that did not leave it lately (c->lock held): a pool
- * over c moves a share of its connections to them (docs/patroni.md,
- * "Rebalance"). The servers a list from Patroni (was_discovered: not the
- * connection string's) named and the new one does not are remembered as
- * left now. */
-static void mark_added(tether_connector *c, const tether__ep *old, int n,
-                       int was_discovered) {
-    int64_t now = tether__mono_ns();
-    for (int j = 0; was_discovered && j < n; j++)
-        if (!in_list(&old[j], c->cfg.eps, c->cfg.neps)) {
-            unsigned i = c->disc_left_next++ % 16;
-            c->disc_left_key[i] = ep_key(&old[j]);
-            c->disc_left_ns[i] = now;
-        }
+ * did not name (c->lock held): a pool over c moves a share of its
+ * connections to them (docs/patroni.md, "A replica added"). */
+static void mark_added(tether_connector *c, const tether__ep *old, int n) {
     memset(c->disc_fresh, 0, sizeof(c->disc_fresh));
     memset(c->disc_quota, 0, sizeof(c->disc_quota));
     c->disc_added = c->disc_servers = 0;
@@ -163,8 +116,12 @@ static void mark_added(tether_connector *c, const tether__ep *old, int n,
         const tether__ep *e = &c->cfg.eps[i];
         if (i == 0 || e->server != c->cfg.eps[i - 1].server)
             c->disc_servers++;
-        if (!in_list(e, old, n) && !left_lately(c, e, now) &&
-            !c->disc_fresh[e->server]) {
+        int seen = 0;
+        for (int j = 0; j < n && !seen; j++)
+            seen = same_str(e->host, old[j].host) &&
+                   same_str(e->hostaddr, old[j].hostaddr) &&
+                   e->port == old[j].port;
+        if (!seen && !c->disc_fresh[e->server]) {
             c->disc_fresh[e->server] = 1;
             c->disc_added++;
         }
@@ -196,7 +153,7 @@ static int replace(tether_connector *c, const hostlist *l,
         tether__free(r);
         return 0;
     }
-    mark_added(c, r->eps, r->neps, c->disc_list != NULL);
+    mark_added(c, r->eps, r->neps);
     r->next = c->disc_retired;
     c->disc_retired = r;
     tether__free(c->disc_list);

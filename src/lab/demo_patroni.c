@@ -386,10 +386,8 @@ static void progress(int64_t t, uint64_t last_ops, int64_t dt) {
 }
 
 static void report(int64_t ran_ms) {
-    tether_pool_metrics m, rm = {0};
+    tether_pool_metrics m;
     tether_pool_metrics_get(P.p, &m);
-    if (tether_pool_read_side(P.p)) /* the rebalance is the read side's */
-        tether_pool_metrics_get(tether_pool_read_side(P.p), &rm);
     int64_t failover = -1;
     for (int k = 0; k < P.nf; k++)
         if (!strcmp(P.f[k].kind, "stop-leader-patroni"))
@@ -399,7 +397,7 @@ static void report(int64_t ran_ms) {
                "\"ops\":%llu,\"app_errors\":%llu,\"retries\":%llu,"
                "\"writes\":%llu,\"reads_standby\":%llu,\"reads_primary\":%llu,"
                "\"patroni_requests\":%llu,\"patroni_failures\":%llu,"
-               "\"rebalanced\":%llu,\"failover_ms\":%lld,\"faults\":[",
+               "\"failover_ms\":%lld,\"faults\":[",
                (double)ran_ms / 1000.0, P.threads, P.pool,
                (unsigned long long)atomic_load(&P.ops),
                (unsigned long long)atomic_load(&P.app_errors),
@@ -408,8 +406,7 @@ static void report(int64_t ran_ms) {
                (unsigned long long)atomic_load(&P.reads_standby),
                (unsigned long long)atomic_load(&P.reads_primary),
                (unsigned long long)m.patroni_requests,
-               (unsigned long long)m.patroni_failures,
-               (unsigned long long)rm.rebalanced, (long long)failover);
+               (unsigned long long)m.patroni_failures, (long long)failover);
         for (int k = 0; k < P.nf; k++) {
             const pfault *f = &P.f[k];
             printf("%s{\"kind\":\"%s\",\"at_ms\":%lld,\"applied\":%s,"
@@ -437,11 +434,9 @@ static void report(int64_t ran_ms) {
            (unsigned long long)atomic_load(&P.reads_primary),
            (unsigned long long)m.retries,
            (unsigned long long)atomic_load(&P.app_errors));
-    printf("  Patroni REST requests %llu (%llu failed); read connections "
-           "moved to members back in the list %llu\n",
+    printf("  Patroni REST requests %llu (%llu failed)\n",
            (unsigned long long)m.patroni_requests,
-           (unsigned long long)m.patroni_failures,
-           (unsigned long long)rm.rebalanced);
+           (unsigned long long)m.patroni_failures);
     for (int k = 0; k < P.nf; k++) {
         const pfault *f = &P.f[k];
         if (!f->t_ms)
@@ -532,12 +527,11 @@ static void help(void) {
         "a fault\ncould not be done or an error reached the workload.\n\n"
         "--json fields: patroni (true), seconds, threads, pool, ops, "
         "app_errors,\nretries, writes, reads_standby, reads_primary, "
-        "patroni_requests,\npatroni_failures, rebalanced (read connections "
-        "moved to members Patroni's\nlist gained: docs/patroni.md), "
-        "failover_ms (the stopped Patroni's\nrecovery_ms), faults (kind, "
-        "at_ms, applied, recovery_ms: from the fault to\nthe first write "
-        "done by the new leader, for kill-leader by the restarted one,\n-1: "
-        "none; write_stall_ms, app_errors, detail).\n");
+        "patroni_requests,\npatroni_failures, failover_ms (the stopped "
+        "Patroni's recovery_ms), faults\n(kind, at_ms, applied, recovery_ms: "
+        "from the fault to the first write done\nby the new leader, for "
+        "kill-leader by the restarted one, -1: none;\nwrite_stall_ms, "
+        "app_errors, detail).\n");
 }
 
 static void catch_signals(void) {
