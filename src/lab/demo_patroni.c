@@ -350,8 +350,13 @@ static void *fault_main(void *arg) {
         fprintf(stderr, "tether demo: %5.1fs %s %s\n",
                 (double)(f->t_ms - P.t0) / 1000.0, f->kind, f->detail);
         if (f->applied && !strcmp(f->kind, "stop-leader-patroni") && old[0]) {
+            /* Only once another node leads: a Patroni started again at
+             * once can win the leader race it just left (it has the
+             * newest WAL), and then never streams from a leader. */
+            const char *a1[] = {"wait-leader", P.dir, "--not", old,
+                                "--timeout",   "30",  NULL};
             const char *a2[] = {"start-node", P.dir, old, NULL};
-            if (ctl(0, NULL, 0, a2) == 0)
+            if (ctl(0, NULL, 0, a1) == 0 && ctl(0, NULL, 0, a2) == 0)
                 fprintf(stderr, "tether demo: %5.1fs %s started again\n",
                         (double)(epoch_ms() - P.t0) / 1000.0, old);
         }
@@ -513,9 +518,9 @@ static void help(void) {
         "(tether_patroni, refreshed every second),\nand does Patroni's faults "
         "at 20 %%, 45 %% and 70 %% of the run: a switchover,\na kill -9 of the "
         "leader's postmaster, and the leader's Patroni stopped (a\nfailover; "
-        "that node started again after). The cluster is stopped and\nremoved "
-        "at the end, on Ctrl-C and on failure. Needs a tether built with\n"
-        "Patroni support (docs/patroni.md).\n\n"
+        "that node started again once another leads). The cluster is\nstopped "
+        "and removed at the end, on Ctrl-C and on failure. Needs a\ntether "
+        "built with Patroni support (docs/patroni.md).\n\n"
         "  --seconds N   how long the workload runs (default 60, at least "
         "20)\n"
         "  --threads T   application threads (default 8): 3 reads to 1 "
