@@ -124,7 +124,10 @@ struct tether_driver {
      * TETHER_ROLE_UNKNOWN. NULL when the driver has no roles. */
     tether_role (*role)(void *conn);
     /* Optional. Ask the server its role with a round trip within
-     * timeout_ms: a tether_role (> 0) or < 0. */
+     * timeout_ms: a tether_role (> 0) or < 0. The answer is the
+     * connection's role from then on: the connector also asks it of
+     * standbys it keeps while it waits for a promotion (docs/conninfo.md,
+     * "The role watch"), and hands one out once it answers primary. */
     int (*query_role)(void *conn, int64_t timeout_ms, tether_error *err);
     /* 1 when the connector should resolve host names itself (within the
      * attempt's budget) and pass numeric addresses in hostaddr. */

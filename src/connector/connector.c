@@ -240,18 +240,19 @@ typedef struct run {
     int order[TETHER__MAX_HOSTS];  /* endpoint visiting order */
     int n;
     int attempts;
-    void *fallback; /* prefer-*: a connection of the other role */
-    int permanent;  /* a permanent failure was seen this pass */
-    int reached;    /* a server of the wrong role answered this pass */
-    int busy;       /* a server refused as busy (throttled) this pass */
-    int full;       /* ... as full (53300), not in transition (57P03) */
-    int by_caller;  /* the deadline is the caller's budget, not the login
-                       timeout: an attempt it cuts is the caller's loss */
-    int learnt;     /* attempts that told something of a server: a failure
-                       of its own, or an answer of the wrong role */
-    int skipped;    /* the cache skipped a host this pass */
-    int rushed;     /* a pass already followed one at once (skip_rush) */
-    int64_t busy_w; /* the busy pause's window (ms), doubling */
+    void *fallback;      /* prefer-*: a connection of the other role */
+    int permanent;       /* a permanent failure was seen this pass */
+    int reached;         /* a server of the wrong role answered this pass */
+    int busy;            /* a server refused as busy (throttled) this pass */
+    int full;            /* ... as full (53300), not in transition (57P03) */
+    int by_caller;       /* the deadline is the caller's budget, not the login
+                            timeout: an attempt it cuts is the caller's loss */
+    int learnt;          /* attempts that told something of a server: a failure
+                            of its own, or an answer of the wrong role */
+    int skipped;         /* the cache skipped a host this pass */
+    tether__watch watch; /* standbys asked their role in pauses (watch.c) */
+    int rushed;          /* a pass already followed one at once (skip_rush) */
+    int64_t busy_w;      /* the busy pause's window (ms), doubling */
     tether_error last;
     tether__tally tally; /* every endpoint passed over, and why */
 } run;
@@ -320,8 +321,8 @@ int tether__connector_judge(tether_connector *c, int idx, void *conn,
                : 0;
 }
 
-/* Judge a fresh connection: 1 take it, 0 closed (wrong role), 2 kept as
- * the prefer-* fallback. */
+/* Judge a fresh connection: 1 take it, 0 closed or watched (wrong role),
+ * 2 kept as the prefer-* fallback. */
 static int judge_role(run *r, int idx, void *conn, tether_role *role) {
     int fit = tether__connector_judge(r->c, idx, conn, now_ms(r),
                                       r->deadline_ms, role);
@@ -329,6 +330,8 @@ static int judge_role(run *r, int idx, void *conn, tether_role *role) {
         r->fallback = conn;
         return 2;
     }
+    if (fit == 0 && tether__watch_keep(&r->watch, r->c, idx, conn, *role))
+        return 0; /* asked its role in the pauses (watch.c) */
     if (fit != 1)
         r->c->drv->close(conn);
     return fit == 1;
@@ -370,6 +373,42 @@ static void wrong_role(run *r, const tether__ep *ep, tether_role role,
                      tether_target_name(r->c->cfg.target));
 }
 
+/* A watched standby answered as a primary (watch.c): its connection is
+ * taken as a fresh one of the right role. Returns 1. */
+static int take_watched(run *r, int k, void **conn) {
+    tether_connector *c = r->c;
+    int idx = r->watch.idx[k];
+    *conn = tether__watch_take(&r->watch, k);
+    tether__connector_learn(c, idx, HS_PRIMARY, now_ms(r));
+    pthread_mutex_lock(&c->lock);
+    const tether__ep *ep = idx < c->cfg.neps ? &c->cfg.eps[idx] : NULL;
+    pthread_mutex_unlock(&c->lock);
+    tether__connector_event(c, r->attempts, ep, TETHER_PHASE_OK, NULL,
+                            TETHER_ROLE_PRIMARY, now_ms(r) - r->start_ms, 0);
+    return 1;
+}
+
+/* An attempt on an endpoint already watched asks the kept connection its
+ * role instead of connecting again: 1 promoted (taken, *conn), 0 still of
+ * the wrong role (this pass reached it), -1 the connection failed (closed:
+ * a connect follows). */
+static int ask_watched(run *r, int k, const tether__ep *ep, int64_t budget,
+                       void **conn) {
+    int q = tether__watch_ask(&r->watch, r->c->drv, k, budget);
+    if (q == TETHER_ROLE_PRIMARY)
+        return take_watched(r, k, conn);
+    if (q < 0)
+        return -1;
+    tether_error e = {0};
+    r->reached = 1;
+    r->learnt++;
+    wrong_role(r, ep, (tether_role)q, &e);
+    tether__tally_role(&r->tally, ep, (tether_role)q, r->c->cfg.target);
+    if (r->last.code == 0)
+        r->last = e;
+    return 0;
+}
+
 /* One ATTEMPT step. Returns 1 with *conn when done, else 0. */
 static int attempt(run *r, const tether_step *st, void **conn) {
     tether_connector *c = r->c;
@@ -383,6 +422,14 @@ static int attempt(run *r, const tether_step *st, void **conn) {
     pthread_mutex_unlock(&c->lock);
     if (gone)
         return 0;
+    int64_t budget = st->budget_ms, cap = c->cfg.attempt_timeout_ms;
+    if (cap > 0 && (budget < 0 || cap < budget))
+        budget = cap;
+    int k = tether__watch_find(&r->watch, idx);
+    int w =
+        k < 0 ? -1 : ask_watched(r, k, ep, budget < 0 ? 5000 : budget, conn);
+    if (w >= 0)
+        return w;
     int skip = skip_now(r, idx);
     if (skip) {
         r->skipped = 1;
@@ -391,9 +438,6 @@ static int attempt(run *r, const tether_step *st, void **conn) {
                                 now_ms(r) - r->start_ms, 0);
         return 0;
     }
-    int64_t budget = st->budget_ms, cap = c->cfg.attempt_timeout_ms;
-    if (cap > 0 && (budget < 0 || cap < budget))
-        budget = cap;
     tether_error e = {0};
     r->attempts++;
     int rc = connect_ep(r, ep, budget, conn, &e);
@@ -532,8 +576,10 @@ static int provision(run *r) {
     tether__free(nc);
     tether__connector_event(c, 0, NULL, TETHER_PHASE_PROVISION, rc ? &e : NULL,
                             0, now_ms(r) - r->start_ms, 0);
-    if (rc == 0)
+    if (rc == 0) {
+        tether__watch_close(&r->watch, c->drv);
         make_order(r);
+    }
     return rc == 0;
 }
 
@@ -551,21 +597,61 @@ static int disc_changed(run *r) {
     return changed;
 }
 
-/* pause_pass waits between two passes. With discovery on the real clock,
- * a new list from Patroni (a new leader) ends the pause at once and the
- * next pass goes over it (docs/patroni.md, "Refresh"). */
-static void pause_pass(run *r, tether_schedule *s, int64_t delay_ms) {
+/* new_list puts a new list of hosts in place for the next pass: the
+ * order over it, and no watch (its endpoints' indexes meant the old). */
+static void new_list(run *r, tether_schedule *s) {
+    tether__watch_close(&r->watch, r->c->drv);
+    make_order(r);
+    tether_schedule_provisioned(s, 1, r->n);
+}
+
+/* wait_news sleeps ms, or less when discovery (on the real clock) has a
+ * list newer than generation have: then 1, the new list in place. */
+static int wait_news(run *r, tether_schedule *s, uint64_t have, int64_t ms) {
     tether__disc *d = r->c->disc;
     if (!d || r->c->o.clock) {
-        r->clock->sleep_ns(r->clock->ctx, delay_ms * TETHER__NS_PER_MS);
-        return;
+        r->clock->sleep_ns(r->clock->ctx, ms * TETHER__NS_PER_MS);
+        return 0;
     }
-    uint64_t have = tether__disc_view(d, 0, NULL, NULL);
-    if (tether__disc_wait(d, have, delay_ms) != have &&
+    if (tether__disc_wait(d, have, ms) != have &&
         r->c->cfg.strategy != TETHER_STRATEGY_MIRRORING &&
         r->c->cfg.strategy != TETHER_STRATEGY_STREAMING && disc_changed(r)) {
-        make_order(r);
-        tether_schedule_provisioned(s, 1, r->n);
+        new_list(r, s);
+        return 1;
+    }
+    return 0;
+}
+
+/* pause_pass waits between two passes: 1 when a watched standby was
+ * promoted meanwhile (its connection in *conn), else 0. With discovery on
+ * the real clock, a new list from Patroni (a new leader) ends the pause at
+ * once and the next pass goes over it (docs/patroni.md, "Refresh"). While
+ * standbys are watched (watch.c), the pause goes in steps of
+ * TETHER__WATCH_STEP_MS, each followed by a question to each of them; a
+ * question may take up to WATCH_ASK_MS, never past the login deadline. */
+#define WATCH_ASK_MS 100
+static int pause_pass(run *r, tether_schedule *s, int64_t delay_ms,
+                      void **conn) {
+    uint64_t have =
+        r->c->disc ? tether__disc_view(r->c->disc, 0, NULL, NULL) : 0;
+    int64_t end = now_ms(r) + delay_ms;
+    for (;;) {
+        int64_t left = end - now_ms(r);
+        int64_t step =
+            r->watch.n ? TETHER__MIN(left, TETHER__WATCH_STEP_MS) : left;
+        if (step > 0 && wait_news(r, s, have, step))
+            return 0;
+        if (r->watch.n == 0 || now_ms(r) >= end)
+            return 0;
+        int64_t ask = TETHER__MAX(end - now_ms(r), WATCH_ASK_MS);
+        if (r->deadline_ms >= 0)
+            ask = TETHER__MIN(ask, r->deadline_ms - now_ms(r));
+        for (int k = 0; k < r->watch.n;) {
+            int q = tether__watch_ask(&r->watch, r->c->drv, k, ask);
+            if (q == TETHER_ROLE_PRIMARY)
+                return take_watched(r, k, conn);
+            k += q > 0; /* a failed one's slot now holds another */
+        }
     }
 }
 
@@ -662,11 +748,8 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
          * connect, or the interval): the next pass goes over the new one
          * (docs/patroni.md, "Refresh"). */
         if (r->c->disc && r->c->cfg.strategy != TETHER_STRATEGY_MIRRORING &&
-            r->c->cfg.strategy != TETHER_STRATEGY_STREAMING &&
-            disc_changed(r)) {
-            make_order(r);
-            tether_schedule_provisioned(s, 1, r->n);
-        }
+            r->c->cfg.strategy != TETHER_STRATEGY_STREAMING && disc_changed(r))
+            new_list(r, s);
         if (default_pause(r, &st.delay_ms))
             return finish(r, conn, err);
         /* The first pass that skipped a host and found nothing fitting is
@@ -681,7 +764,8 @@ static int loop(run *r, tether_schedule *s, void **conn, tether_error *err) {
         r->reached = r->busy = r->full = r->skipped = 0;
         tether__connector_event(r->c, 0, NULL, TETHER_PHASE_PAUSE, NULL, 0,
                                 now_ms(r) - r->start_ms, st.delay_ms);
-        pause_pass(r, s, st.delay_ms);
+        if (pause_pass(r, s, st.delay_ms, conn))
+            return 0;
     }
 }
 
@@ -711,6 +795,7 @@ int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
         if (rc == 0)
             rc = loop(&r, s, conn, err);
         tether_schedule_destroy(s);
+        tether__watch_close(&r.watch, c->drv);
     }
     int64_t took = now_ms(&r) - r.start_ms;
     if (err) {

@@ -284,4 +284,41 @@ const tether_driver *tether__connector_driver(const tether_connector *c);
 void tether__connector_learn(tether_connector *c, int i, int state,
                              int64_t now_ms);
 
+/* ---- the role watch (watch.c) ----------------------------------------- */
+
+/* A connect for a read-write or primary target keeps up to this many
+ * connections that reached a standby, and asks each its role every
+ * TETHER__WATCH_STEP_MS while it pauses between passes: a standby promoted
+ * is taken at once, without a new connect (docs/conninfo.md, "The role
+ * watch"). */
+#define TETHER__WATCH_MAX 2
+#define TETHER__WATCH_STEP_MS 10
+
+typedef struct tether__watch {
+    void *conn[TETHER__WATCH_MAX];
+    int idx[TETHER__WATCH_MAX]; /* the endpoint each came from */
+    int n;
+} tether__watch;
+
+/* tether__watch_keep keeps conn, fresh from endpoint idx and judged of the
+ * wrong role (role), when c watches for that: 1 kept, 0 not (the caller
+ * closes it). */
+int tether__watch_keep(tether__watch *w, const tether_connector *c, int idx,
+                       void *conn, tether_role role);
+
+/* tether__watch_find returns the slot watching endpoint idx, or -1. */
+int tether__watch_find(const tether__watch *w, int idx);
+
+/* tether__watch_ask asks slot k's server its role within budget_ms: the
+ * role (> 0), or < 0 when the connection failed (it is closed and the
+ * slot's place taken by the last one). */
+int tether__watch_ask(tether__watch *w, const tether_driver *d, int k,
+                      int64_t budget_ms);
+
+/* tether__watch_take removes slot k and returns its connection. */
+void *tether__watch_take(tether__watch *w, int k);
+
+/* tether__watch_close closes every watched connection. */
+void tether__watch_close(tether__watch *w, const tether_driver *d);
+
 #endif

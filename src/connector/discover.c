@@ -2,8 +2,10 @@
  * (docs/patroni.md, "Discovery"). The refresher (src/discovery) keeps the
  * list; here, before a connect picks its hosts, a connector whose list
  * changed builds its own from it for its target:
- *   - read-write, primary: the leader (none known: every running member,
- *     the role check finds the primary);
+ *   - read-write, primary: the leader, then the running replicas that may
+ *     become leader (no nofailover tag): a connect reaches them only when
+ *     the leader fails, and watches them for the promotion (watch.c); no
+ *     leader known: every running member, the role check finds it;
  *   - read-only, standby: the running replicas within the lag bound that
  *     are not tagged noloadbalance (none: the leader, so that the read
  *     side fails fast and the router sends the read to the primary);
@@ -53,6 +55,13 @@ static void add_leader(hostlist *l, const tether__member *m, int n) {
             add(l, &m[i]);
 }
 
+/* A replica Patroni may promote: after the leader in a writer's list. */
+static void add_successors(hostlist *l, const tether__member *m, int n) {
+    for (int i = 0; i < n; i++)
+        if (is_reader(&m[i]) && m[i].running && !m[i].nofailover)
+            add(l, &m[i]);
+}
+
 static void add_readers(hostlist *l, const tether__member *m, int n,
                         int64_t lag_bytes) {
     for (int i = 0; i < n; i++)
@@ -68,6 +77,8 @@ static void build(hostlist *l, tether_target t, const tether__member *m, int n,
     case TETHER_TARGET_READ_WRITE:
     case TETHER_TARGET_PRIMARY:
         add_leader(l, m, n);
+        if (l->n > 0)
+            add_successors(l, m, n);
         for (int i = 0; l->n == 0 && i < n; i++) /* no leader: ask them */
             if (m[i].running)
                 add(l, &m[i]);

@@ -1159,6 +1159,11 @@ int tether__pq_query_role(void *conn, int64_t timeout_ms, tether_error *err) {
                                 "role query on %s: unexpected answer",
                                 c->label);
     c->queried_role = val[0] == 't' ? TETHER_ROLE_STANDBY : TETHER_ROLE_PRIMARY;
+    /* The answer is the connection's role from now on: a connection the
+     * connector kept on a standby until it was promoted (docs/conninfo.md,
+     * "The role watch") is a primary's, not one whose role changed. */
+    remember(c->hot_standby, c->pg, "in_hot_standby");
+    remember(c->read_only, c->pg, "default_transaction_read_only");
     return c->queried_role;
 }
 

@@ -103,11 +103,12 @@ static int has_event(const evlog *l, const char *prefix) {
     return 0;
 }
 
-static tether_connector *make(const char *conninfo, evlog *log) {
+static tether_connector *make_with(const tether_driver *d, const char *conninfo,
+                                   evlog *log) {
     tether_connector_opts o;
     tether_connector_opts_init(&o);
     o.conninfo = conninfo;
-    o.driver = &fake;
+    o.driver = d;
     o.clock = tether_vclock_clock(vc);
     o.seed = 7;
     o.on_event = log ? on_event : NULL;
@@ -119,9 +120,39 @@ static tether_connector *make(const char *conninfo, evlog *log) {
     return c;
 }
 
+static tether_connector *make(const char *conninfo, evlog *log) {
+    return make_with(&fake, conninfo, log);
+}
+
 static int64_t vnow(void) {
     return tether_now_ms(tether_vclock_clock(vc));
 }
+
+/* The fake with query_role, for the role watch: host sA answers primary
+ * from virtual time promote_at on; host sB's questions fail while
+ * ask_fails > 0 (one each). */
+static int64_t promote_at = -1;
+static int asks, ask_fails;
+static int f_query_role(void *conn, int64_t timeout_ms, tether_error *err) {
+    fconn *c = conn;
+    (void)timeout_ms;
+    asks++;
+    if (!strcmp(c->host, "sB") && ask_fails > 0) {
+        ask_fails--;
+        return tether_error_set(err, TETHER_EBROKEN, TETHER_CLASS_TRANSIENT,
+                                "server closed the connection");
+    }
+    if (!strcmp(c->host, "sA") && promote_at >= 0 && vnow() >= promote_at)
+        c->role = TETHER_ROLE_PRIMARY;
+    return c->role;
+}
+
+static const tether_driver watcher = {.name = "fake",
+                                      .connect_start = f_start,
+                                      .close = f_close,
+                                      .role = f_role,
+                                      .query_role = f_query_role,
+                                      FAKE_DRIVER_OPS};
 
 static const char *connect_host(tether_connector *c, tether_error *err) {
     void *h = NULL;
@@ -435,6 +466,77 @@ static void test_skipped_host_tried_at_once(void **state) {
     sscanf(strstr(log.lines[next], "t="), "t=%lld", &t_next);
     print_message("%s\n%s\n", log.lines[role], log.lines[next]);
     assert_int_equal(t_next, t_role);
+    tether_connector_destroy(c);
+}
+
+/* The role watch (docs/conninfo.md): a read-write connect whose passes
+ * reach only standbys keeps their connections and asks them their role
+ * through each pause: the one promoted is handed out within one step of
+ * the promotion, without connecting again. */
+static void test_role_watch(void **state) {
+    (void)state;
+    evlog log = {0};
+    tether_connector *c =
+        make_with(&watcher,
+                  "host=down1,sA,sB target_session_attrs=read-write "
+                  "tether_login_timeout=5s",
+                  &log);
+    int64_t t0 = vnow();
+    promote_at = t0 + 1234;
+    asks = ask_fails = 0;
+    tether_error err = {0};
+    assert_string_equal(connect_host(c, &err), "sA");
+    int64_t took = vnow() - t0;
+    print_message("promoted at 1234 ms, taken at %lld ms; %d questions, %d "
+                  "connections opened\n",
+                  (long long)took, asks, opened);
+    assert_true(took >= 1234 && took <= 1234 + TETHER__WATCH_STEP_MS);
+    assert_int_equal(opened, 2); /* sA and sB, once each */
+    assert_true(has_event(&log, "ok sA:0"));
+    assert_true(asks >= 2 * (1234 / 500)); /* asked through every pause */
+    tether_connector_destroy(c);
+    /* Not for a standby target, nor without query_role: each pass connects
+     * again. */
+    opened = closed_count = 0;
+    promote_at = -1;
+    c = make("host=down1,sA,sB target_session_attrs=read-write "
+             "tether_login_timeout=1s",
+             NULL);
+    void *h = NULL;
+    assert_int_not_equal(tether_connector_connect(c, &h, &err), 0);
+    assert_true(opened > 2);
+    tether_connector_destroy(c);
+}
+
+/* A watched connection that fails is closed, and the next pass connects
+ * to its server again; nothing leaks (teardown counts). */
+static void test_role_watch_broken(void **state) {
+    (void)state;
+    tether_connector *c =
+        make_with(&watcher,
+                  "host=sA,sB target_session_attrs=read-write "
+                  "tether_login_timeout=5s",
+                  NULL);
+    promote_at = vnow() + 800;
+    asks = 0;
+    ask_fails = 1;
+    tether_error err = {0};
+    assert_string_equal(connect_host(c, &err), "sA");
+    assert_int_equal(ask_fails, 0);
+    assert_int_equal(opened, 3); /* sB again after its failure */
+    tether_connector_destroy(c);
+    /* Out of time with both still standbys: the error says so, and both
+     * watched connections are closed. */
+    promote_at = -1;
+    int before = opened;
+    c = make_with(&watcher,
+                  "host=sA,sB target_session_attrs=read-write "
+                  "tether_login_timeout=1s",
+                  NULL);
+    void *h = NULL;
+    assert_int_equal(tether_connector_connect(c, &h, &err), TETHER_ENOHOST);
+    assert_non_null(strstr(err.message, "not read-write"));
+    assert_int_equal(opened - before, 2);
     tether_connector_destroy(c);
 }
 
@@ -996,6 +1098,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_skipped_host_tried_at_once, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sequential_skips_refused, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_role_watch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_role_watch_broken, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_mirroring_budget_and_partner,
                                         setup, teardown),
