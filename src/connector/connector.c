@@ -378,7 +378,7 @@ static void wrong_role(run *r, const tether__ep *ep, tether_role role,
 static int take_watched(run *r, int k, void **conn) {
     tether_connector *c = r->c;
     int idx = r->watch.idx[k];
-    *conn = tether__watch_take(&r->watch, k);
+    *conn = tether__watch_take(&r->watch, c, k);
     tether__connector_learn(c, idx, HS_PRIMARY, now_ms(r));
     pthread_mutex_lock(&c->lock);
     const tether__ep *ep = idx < c->cfg.neps ? &c->cfg.eps[idx] : NULL;
@@ -394,7 +394,7 @@ static int take_watched(run *r, int k, void **conn) {
  * a connect follows). */
 static int ask_watched(run *r, int k, const tether__ep *ep, int64_t budget,
                        void **conn) {
-    int q = tether__watch_ask(&r->watch, r->c->drv, k, budget);
+    int q = tether__watch_ask(&r->watch, r->c, k, budget);
     if (q == TETHER_ROLE_PRIMARY)
         return take_watched(r, k, conn);
     if (q < 0)
@@ -577,7 +577,7 @@ static int provision(run *r) {
     tether__connector_event(c, 0, NULL, TETHER_PHASE_PROVISION, rc ? &e : NULL,
                             0, now_ms(r) - r->start_ms, 0);
     if (rc == 0) {
-        tether__watch_close(&r->watch, c->drv);
+        tether__watch_close(&r->watch, c);
         make_order(r);
     }
     return rc == 0;
@@ -600,7 +600,7 @@ static int disc_changed(run *r) {
 /* new_list puts a new list of hosts in place for the next pass: the
  * order over it, and no watch (its endpoints' indexes meant the old). */
 static void new_list(run *r, tether_schedule *s) {
-    tether__watch_close(&r->watch, r->c->drv);
+    tether__watch_close(&r->watch, r->c);
     make_order(r);
     tether_schedule_provisioned(s, 1, r->n);
 }
@@ -647,7 +647,7 @@ static int pause_pass(run *r, tether_schedule *s, int64_t delay_ms,
         if (r->deadline_ms >= 0)
             ask = TETHER__MIN(ask, r->deadline_ms - now_ms(r));
         for (int k = 0; k < r->watch.n;) {
-            int q = tether__watch_ask(&r->watch, r->c->drv, k, ask);
+            int q = tether__watch_ask(&r->watch, r->c, k, ask);
             if (q == TETHER_ROLE_PRIMARY)
                 return take_watched(r, k, conn);
             k += q > 0; /* a failed one's slot now holds another */
@@ -795,7 +795,7 @@ int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
         if (rc == 0)
             rc = loop(&r, s, conn, err);
         tether_schedule_destroy(s);
-        tether__watch_close(&r.watch, c->drv);
+        tether__watch_close(&r.watch, c);
     }
     int64_t took = now_ms(&r) - r.start_ms;
     if (err) {

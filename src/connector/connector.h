@@ -194,6 +194,9 @@ struct tether_connector {
      * instead of pausing for the next pass (tether__connector_busy_fast:
      * the adaptive pool's connector, docs/pool.md "Adaptive limit"). */
     _Atomic int busy_fast;
+    /* Standbys' connections watched by its connects now (watch.c): at
+     * most TETHER__WATCH_MAX across them all. */
+    _Atomic int watching;
 };
 
 /* tether__connector_discover starts c's discovery when its string names
@@ -286,8 +289,9 @@ void tether__connector_learn(tether_connector *c, int i, int state,
 
 /* ---- the role watch (watch.c) ----------------------------------------- */
 
-/* A connect for a read-write or primary target keeps up to this many
- * connections that reached a standby, and asks each its role every
+/* A connect for a read-write or primary target keeps connections that
+ * reached a standby, up to this many across all the connects of one
+ * connector (each holds a server slot), and asks each its role every
  * TETHER__WATCH_STEP_MS while it pauses between passes: a standby promoted
  * is taken at once, without a new connect (docs/conninfo.md, "The role
  * watch"). */
@@ -303,7 +307,7 @@ typedef struct tether__watch {
 /* tether__watch_keep keeps conn, fresh from endpoint idx and judged of the
  * wrong role (role), when c watches for that: 1 kept, 0 not (the caller
  * closes it). */
-int tether__watch_keep(tether__watch *w, const tether_connector *c, int idx,
+int tether__watch_keep(tether__watch *w, tether_connector *c, int idx,
                        void *conn, tether_role role);
 
 /* tether__watch_find returns the slot watching endpoint idx, or -1. */
@@ -312,13 +316,13 @@ int tether__watch_find(const tether__watch *w, int idx);
 /* tether__watch_ask asks slot k's server its role within budget_ms: the
  * role (> 0), or < 0 when the connection failed (it is closed and the
  * slot's place taken by the last one). */
-int tether__watch_ask(tether__watch *w, const tether_driver *d, int k,
+int tether__watch_ask(tether__watch *w, tether_connector *c, int k,
                       int64_t budget_ms);
 
 /* tether__watch_take removes slot k and returns its connection. */
-void *tether__watch_take(tether__watch *w, int k);
+void *tether__watch_take(tether__watch *w, tether_connector *c, int k);
 
 /* tether__watch_close closes every watched connection. */
-void tether__watch_close(tether__watch *w, const tether_driver *d);
+void tether__watch_close(tether__watch *w, tether_connector *c);
 
 #endif

@@ -9,7 +9,7 @@
  * connect's loop (connector.c) decides when to keep, ask and take. */
 #include "connector.h"
 
-int tether__watch_keep(tether__watch *w, const tether_connector *c, int idx,
+int tether__watch_keep(tether__watch *w, tether_connector *c, int idx,
                        void *conn, tether_role role) {
     tether_target t = c->cfg.target;
     if (role != TETHER_ROLE_STANDBY || !c->drv->query_role ||
@@ -18,6 +18,13 @@ int tether__watch_keep(tether__watch *w, const tether_connector *c, int idx,
         c->cfg.strategy == TETHER_STRATEGY_STREAMING ||
         w->n >= TETHER__WATCH_MAX || tether__watch_find(w, idx) >= 0)
         return 0;
+    /* The connector's share: connects beyond it close and connect again,
+     * as without the watch, so a pool's burst of connects in a failover
+     * holds no more server slots than one connect. */
+    if (atomic_fetch_add(&c->watching, 1) >= TETHER__WATCH_MAX) {
+        atomic_fetch_sub(&c->watching, 1);
+        return 0;
+    }
     w->conn[w->n] = conn;
     w->idx[w->n++] = idx;
     return 1;
@@ -30,23 +37,24 @@ int tether__watch_find(const tether__watch *w, int idx) {
     return -1;
 }
 
-void *tether__watch_take(tether__watch *w, int k) {
+void *tether__watch_take(tether__watch *w, tether_connector *c, int k) {
     void *conn = w->conn[k];
+    atomic_fetch_sub(&c->watching, 1);
     w->n--;
     w->conn[k] = w->conn[w->n];
     w->idx[k] = w->idx[w->n];
     return conn;
 }
 
-int tether__watch_ask(tether__watch *w, const tether_driver *d, int k,
+int tether__watch_ask(tether__watch *w, tether_connector *c, int k,
                       int64_t budget_ms) {
-    int q = d->query_role(w->conn[k], TETHER__MAX(budget_ms, 1), NULL);
+    int q = c->drv->query_role(w->conn[k], TETHER__MAX(budget_ms, 1), NULL);
     if (q < 0)
-        d->close(tether__watch_take(w, k));
+        c->drv->close(tether__watch_take(w, c, k));
     return q;
 }
 
-void tether__watch_close(tether__watch *w, const tether_driver *d) {
+void tether__watch_close(tether__watch *w, tether_connector *c) {
     while (w->n > 0)
-        d->close(tether__watch_take(w, w->n - 1));
+        c->drv->close(tether__watch_take(w, c, w->n - 1));
 }

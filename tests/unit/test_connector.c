@@ -537,6 +537,15 @@ static void test_role_watch_broken(void **state) {
     assert_int_equal(tether_connector_connect(c, &h, &err), TETHER_ENOHOST);
     assert_non_null(strstr(err.message, "not read-write"));
     assert_int_equal(opened - before, 2);
+    assert_int_equal(atomic_load(&c->watching), 0);
+    /* The connector's share is taken (by other connects): this one
+     * watches nothing, and connects again on each pass. */
+    atomic_store(&c->watching, TETHER__WATCH_MAX);
+    before = opened;
+    assert_int_equal(tether_connector_connect(c, &h, &err), TETHER_ENOHOST);
+    assert_true(opened - before > 2);
+    assert_int_equal(atomic_load(&c->watching), TETHER__WATCH_MAX);
+    atomic_store(&c->watching, 0);
     tether_connector_destroy(c);
 }
 
