@@ -39,6 +39,9 @@
 #define RUN_LIMIT_MS 15000 /* each call's deadline (tether_pool_run_for) */
 #define MAX_FAULTS 3
 #define MIN_SECONDS 20
+/* A fault waits for the cluster to be healthy at most until this long
+ * before the end of the run: the time it needs to play out. */
+#define HEALTH_SLACK_MS 4000
 
 /* Without Patroni support (docs/patroni.md, "Build") the command parses
  * its options and shows its help, then says so. */
@@ -55,6 +58,9 @@ typedef struct pfault {
     int64_t t_ms;     /* epoch ms the script applied it at (P.lock while its
                          window runs) */
     int old_port;     /* the leader's port before it */
+    int64_t promo_ms; /* stop-leader-patroni: the fault to /cluster first
+                         seen showing another leader; -1 none or not
+                         measured (the fault thread's, read after its join) */
     char detail[160]; /* the script's line, or why it failed */
     atomic_llong first_new_ms; /* first write by another server (epoch) */
     atomic_llong stall_ms, stall_end_ms; /* longest gap between writes */
@@ -323,18 +329,51 @@ static int leader_port(char *name, size_t n) {
     return atoi(colon + 1);
 }
 
+/* healthy_by waits until the cluster is healthy again (patroni-cluster
+ * status: a running leader, every replica streaming from it) or epoch ms
+ * until; 0 when stopped. A fault on a cluster still mending from the last
+ * shows Patroni's limits, not tether's: after a kill -9 of the leader, its
+ * replicas could not stream for seconds (their slots were gone from the
+ * restarted leader), fell more than maximum_lag_on_failover behind, and
+ * the leader's Patroni stopped then had no successor. */
+static int healthy_by(int64_t until, const char *kind) {
+    const char *args[] = {"status", P.dir, NULL};
+    int64_t t0 = epoch_ms();
+    int said = 0;
+    while (!atomic_load(&P.stop) && ctl(0, NULL, 0, args) != 0) {
+        if (epoch_ms() >= until) {
+            fprintf(stderr,
+                    "tether demo: %5.1fs the cluster is not healthy yet; "
+                    "%s now anyway\n",
+                    (double)(epoch_ms() - P.t0) / 1000.0, kind);
+            return 1;
+        }
+        if (!said++)
+            fprintf(stderr,
+                    "tether demo: %5.1fs waiting for the cluster to be "
+                    "healthy before %s\n",
+                    (double)(t0 - P.t0) / 1000.0, kind);
+        if (!sleep_until(epoch_ms() + 200))
+            return 0;
+    }
+    return !atomic_load(&P.stop);
+}
+
 static void *fault_main(void *arg) {
     (void)arg;
     for (int k = 0; k < P.nf; k++) {
         pfault *f = &P.f[k];
-        if (!sleep_until(P.t0 + f->at_ms))
+        if (!sleep_until(P.t0 + f->at_ms) ||
+            !healthy_by(P.t0 + P.seconds_ms - HEALTH_SLACK_MS, f->kind))
             return NULL;
         char old[64] = "", line[256] = "";
         f->old_port = leader_port(old, sizeof(old));
         const char *args[] = {f->kind, P.dir, NULL};
         f->t_ms = epoch_ms(); /* before the window opens (cur) */
+        int64_t began = f->t_ms;
         atomic_store(&P.cur, k);
         int rc = ctl(0, line, sizeof(line), args);
+        int64_t took = epoch_ms() - began;
         size_t kl = strlen(f->kind);
         if (rc == 0 && !strncmp(line, f->kind, kl) && line[kl] == ' ') {
             f->applied = 1;
@@ -347,8 +386,10 @@ static void *fault_main(void *arg) {
             snprintf(f->detail, sizeof(f->detail),
                      "patroni-cluster %s failed (exit %d)", f->kind, rc);
         }
-        fprintf(stderr, "tether demo: %5.1fs %s %s\n",
-                (double)(f->t_ms - P.t0) / 1000.0, f->kind, f->detail);
+        fprintf(stderr,
+                "tether demo: %5.1fs %s %s (the command took %lld ms)\n",
+                (double)(f->t_ms - P.t0) / 1000.0, f->kind, f->detail,
+                (long long)took);
         if (f->applied && !strcmp(f->kind, "stop-leader-patroni") && old[0]) {
             /* Only once another node leads: a Patroni started again at
              * once can win the leader race it just left (it has the
@@ -356,7 +397,18 @@ static void *fault_main(void *arg) {
             const char *a1[] = {"wait-leader", P.dir, "--not", old,
                                 "--timeout",   "30",  NULL};
             const char *a2[] = {"start-node", P.dir, old, NULL};
-            if (ctl(0, NULL, 0, a1) == 0 && ctl(0, NULL, 0, a2) == 0)
+            char seen[128] = "", who[64];
+            long long at = 0;
+            int led = ctl(0, seen, sizeof(seen), a1) == 0 &&
+                      sscanf(seen, "%63s %lld", who, &at) == 2;
+            if (led)
+                f->promo_ms = at - f->t_ms;
+            else
+                fprintf(stderr,
+                        "tether demo: %5.1fs no node but %s led within 30 s "
+                        "of the stop: Patroni did not fail over\n",
+                        (double)(epoch_ms() - P.t0) / 1000.0, old);
+            if (led && ctl(0, NULL, 0, a2) == 0)
                 fprintf(stderr, "tether demo: %5.1fs %s started again\n",
                         (double)(epoch_ms() - P.t0) / 1000.0, old);
         }
@@ -416,11 +468,11 @@ static void report(int64_t ran_ms) {
             const pfault *f = &P.f[k];
             printf("%s{\"kind\":\"%s\",\"at_ms\":%lld,\"applied\":%s,"
                    "\"recovery_ms\":%lld,\"write_stall_ms\":%lld,"
-                   "\"app_errors\":%llu,\"detail\":",
+                   "\"promotion_ms\":%lld,\"app_errors\":%llu,\"detail\":",
                    k ? "," : "", f->kind,
                    (long long)(f->t_ms ? f->t_ms - P.t0 : -1),
                    f->applied ? "true" : "false", (long long)write_gap_ms(f),
-                   (long long)atomic_load(&f->stall_ms),
+                   (long long)atomic_load(&f->stall_ms), (long long)f->promo_ms,
                    (unsigned long long)atomic_load(&f->app_errors));
             cli_json_str(f->detail);
             printf("}");
@@ -451,6 +503,9 @@ static void report(int64_t ran_ms) {
                f->kind, (double)(f->t_ms - P.t0) / 1000.0,
                (long long)write_gap_ms(f), (long long)atomic_load(&f->stall_ms),
                (unsigned long long)atomic_load(&f->app_errors), f->detail);
+        if (f->promo_ms >= 0)
+            printf("  %-20s Patroni showed the new leader after %lld ms\n", "",
+                   (long long)f->promo_ms);
     }
     if (P.first_error[0])
         printf("  first error: %s\n", P.first_error);
@@ -516,11 +571,14 @@ static void help(void) {
         "Debian's patroni and\netcd-server), runs a workload through one "
         "tether routing pool whose hosts\ncome from Patroni's REST API "
         "(tether_patroni, refreshed every second),\nand does Patroni's faults "
-        "at 20 %%, 45 %% and 70 %% of the run: a switchover,\na kill -9 of the "
-        "leader's postmaster, and the leader's Patroni stopped (a\nfailover; "
-        "that node started again once another leads). The cluster is\nstopped "
-        "and removed at the end, on Ctrl-C and on failure. Needs a\ntether "
-        "built with Patroni support (docs/patroni.md).\n\n"
+        "at 20 %%, 45 %% and 70 %% of the run, each once the\ncluster is "
+        "healthy "
+        "again (waiting at most until 4 s before the end): a\nswitchover, a "
+        "kill -9 of the leader's postmaster, and the leader's Patroni\n"
+        "stopped (a failover; that node started again once another leads). "
+        "The\ncluster is stopped and removed at the end, on Ctrl-C and on "
+        "failure. Needs\na tether built with Patroni support "
+        "(docs/patroni.md).\n\n"
         "  --seconds N   how long the workload runs (default 60, at least "
         "20)\n"
         "  --threads T   application threads (default 8): 3 reads to 1 "
@@ -536,7 +594,9 @@ static void help(void) {
         "Patroni's recovery_ms), faults\n(kind, at_ms, applied, recovery_ms: "
         "from the fault to the first write done\nby the new leader, for "
         "kill-leader by the restarted one, -1: none;\nwrite_stall_ms, "
-        "app_errors, detail).\n");
+        "promotion_ms: for stop-leader-patroni, from the fault to\n/cluster "
+        "first seen showing another leader, -1: none within 30 s or not\n"
+        "measured; app_errors, detail).\n");
 }
 
 static void catch_signals(void) {
@@ -601,6 +661,7 @@ static int setup_and_run(void) {
     for (int k = 0; k < P.nf; k++) {
         P.f[k].kind = kinds[k];
         P.f[k].at_ms = P.seconds_ms * pct[k] / 100;
+        P.f[k].promo_ms = -1;
     }
     atomic_store(&P.cur, -1);
     P.t0 = epoch_ms();

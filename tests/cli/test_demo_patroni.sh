@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # test_demo_patroni.sh - `tether demo --patroni` (docs/patroni.md, "tether
 # demo --patroni"): its usage errors and help; in a build without Patroni
-# support, the clear error; with it, a 20 s run on its own scratch Patroni
+# support, the clear error; with it, a 25 s run on its own scratch Patroni
 # cluster through its three faults (switchover, kill -9 of the leader,
 # the leader's Patroni stopped): the JSON report, every fault applied, no
-# error reaching the workload, reads on replicas, the failover timed, and
+# error reaching the workload, reads on replicas, the failover timed (when Patroni made one), and
 # the cluster removed at the end (about 35-45 s).
 #
 #   bash tests/cli/test_demo_patroni.sh TETHER_BINARY ON|OFF
@@ -19,6 +19,8 @@ bin=${1:?usage: test_demo_patroni.sh TETHER_BINARY ON|OFF}
 have=${2:?usage: test_demo_patroni.sh TETHER_BINARY ON|OFF}
 fail() {
   echo "FAIL: $*" >&2
+  # The run's own account, when there was a run: its faults and progress.
+  [ -z "${scratch:-}" ] || [ ! -s "$scratch/err.txt" ] || tail -n 40 "$scratch/err.txt" >&2
   exit 1
 }
 
@@ -47,11 +49,10 @@ fi
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-"$bin" demo --patroni --seconds 20 --json >"$scratch/out.json" 2>"$scratch/err.txt"
+"$bin" demo --patroni --seconds 25 --json >"$scratch/out.json" 2>"$scratch/err.txt"
 rc=$?
 dir=$(sed -n 's/^tether demo: cluster in \(.*\) (removed at the end)$/\1/p' "$scratch/err.txt")
 if [ $rc -ne 0 ]; then
-  tail -n 30 "$scratch/err.txt" >&2
   cat "$scratch/out.json" >&2
   fail "tether demo --patroni exited $rc"
 fi
@@ -69,7 +70,19 @@ jq -e . "$j" >/dev/null || fail "not JSON: $(head -c 300 "$j")"
   fail "faults: $(jq -c .faults "$j")"
 [ "$(jq '.reads_standby > 0 and .writes > 0 and .patroni_requests > 0' "$j")" = true ] ||
   fail "no reads on a replica, writes or REST requests: $(jq -c . "$j")"
-[ "$(jq '.failover_ms > 0 and .failover_ms < 15000' "$j")" = true ] || fail "failover_ms: $(jq -c . "$j")"
-[ "$(jq '[.faults[] | select(.recovery_ms < 0)] | length' "$j")" = 0 ] ||
-  fail "a fault without writes on the leader again: $(jq -c .faults "$j")"
+# The failover is judged when Patroni made one with a second of the run
+# left: its leader's Patroni, stopped, may hold the leader key (seen once in
+# a dozen runs: the old leader kept taking writes, and no node led within
+# 30 s), and tether cannot write to a leader that does not exist.
+judged=$(jq '.faults[2].promotion_ms >= 0 and
+  .faults[2].at_ms + .faults[2].promotion_ms + 1000 <= .seconds * 1000' "$j")
+if [ "$judged" = true ]; then
+  [ "$(jq '.failover_ms > 0 and .failover_ms < 15000' "$j")" = true ] || fail "failover_ms: $(jq -c . "$j")"
+  [ "$(jq '[.faults[] | select(.recovery_ms < 0)] | length' "$j")" = 0 ] ||
+    fail "a fault without writes on the leader again: $(jq -c .faults "$j")"
+else
+  echo "note: Patroni showed no new leader with a second of the run left (promotion_ms $(jq .faults[2].promotion_ms "$j")): the failover is not judged"
+  [ "$(jq '[.faults[0:2][] | select(.recovery_ms < 0)] | length' "$j")" = 0 ] ||
+    fail "a fault without writes on the leader again: $(jq -c .faults "$j")"
+fi
 echo "test_demo_patroni: all checks passed ($(jq -c '{ops, failover_ms, patroni_requests, recovery: [.faults[].recovery_ms]}' "$j"))"
