@@ -373,6 +373,10 @@ static void wrong_role(run *r, const tether__ep *ep, tether_role role,
                      tether_target_name(r->c->cfg.target));
 }
 
+/* The server (tether__ep.server) of the connection the last connect on
+ * this thread returned, -1 none (tether__connector_fresh_last). */
+static _Thread_local int last_server = -1;
+
 /* A watched standby answered as a primary (watch.c): its connection is
  * taken as a fresh one of the right role. Returns 1. */
 static int take_watched(run *r, int k, void **conn) {
@@ -382,6 +386,7 @@ static int take_watched(run *r, int k, void **conn) {
     tether__connector_learn(c, idx, HS_PRIMARY, now_ms(r));
     pthread_mutex_lock(&c->lock);
     const tether__ep *ep = idx < c->cfg.neps ? &c->cfg.eps[idx] : NULL;
+    last_server = ep ? ep->server : -1;
     pthread_mutex_unlock(&c->lock);
     tether__connector_event(c, r->attempts, ep, TETHER_PHASE_OK, NULL,
                             TETHER_ROLE_PRIMARY, now_ms(r) - r->start_ms, 0);
@@ -465,6 +470,8 @@ static int attempt(run *r, const tether_step *st, void **conn) {
         wrong_role(r, ep, role, &e);
         tether__tally_role(&r->tally, ep, role, c->cfg.target);
     }
+    if (v == 1)
+        last_server = ep->server;
     tether__connector_event(c, st->attempt, ep,
                             v == 1 ? TETHER_PHASE_OK : TETHER_PHASE_ROLE,
                             v == 1 ? NULL : &e, role, el, budget);
@@ -688,6 +695,14 @@ static int finish(run *r, void **conn, tether_error *err) {
 #define TRANSITION_MS 500
 #define BUSY_MAX_MS 60000
 
+int tether__connector_fresh_last(tether_connector *c) {
+    int s = last_server;
+    pthread_mutex_lock(&c->lock);
+    int fresh = s >= 0 && s < TETHER__MAX_HOSTS && c->disc_fresh[s];
+    pthread_mutex_unlock(&c->lock);
+    return fresh;
+}
+
 void tether__connector_busy_fast(tether_connector *c) {
     atomic_store(&c->busy_fast, 1);
 }
@@ -784,6 +799,7 @@ int tether__connector_open(tether_connector *c, int64_t budget_ms, void **conn,
         budget_ms >= 0 && login == budget_ms &&
         (c->cfg.login_timeout_ms < 0 || budget_ms < c->cfg.login_timeout_ms);
     *conn = NULL;
+    last_server = -1;
     tether__connector_sync(c); /* Patroni's list, when it changed */
     int rc;
     if (c->cfg.strategy == TETHER_STRATEGY_RACE) {

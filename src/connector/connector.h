@@ -237,6 +237,11 @@ int tether__connector_added(tether_connector *c, unsigned *gen, int *added,
  * it. */
 void tether__connector_favour(tether_connector *c, int n);
 
+/* tether__connector_fresh_last says whether the connection the last
+ * connect on this thread returned is on a server the last change of c's
+ * list added: 1, else 0 (a pool's mover checks that its move landed). */
+int tether__connector_fresh_last(tether_connector *c);
+
 /* tether__connector_busy_fast makes a pass that found a server busy (53300,
  * 57P03) end c's connect with that refusal instead of pausing for another
  * pass: its pool reacts to it (the adaptive limit comes down, the caller

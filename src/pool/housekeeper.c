@@ -144,12 +144,12 @@ static unsigned leases_of(const tether__slot *s) {
  * an old leader back as a replica), the share of p's connections they
  * would hold in a spread made now (at least one) is to move, and the
  * connector puts the new servers first for the connects that move them. */
-static void rebalance_start(tether_pool *p, int64_t now) {
+static int rebalance_start(tether_pool *p, int64_t now) {
     int added = 0, servers = 0;
     if (atomic_load(&p->rebal_moving) ||
         !tether__connector_added(p->o.connector, &p->rebal_gen, &added,
                                  &servers))
-        return;
+        return 0;
     pthread_mutex_lock(&p->lock);
     int n = p->total;
     pthread_mutex_unlock(&p->lock);
@@ -157,10 +157,10 @@ static void rebalance_start(tether_pool *p, int64_t now) {
     if (move == 0 && n > 0)
         move = 1;
     if (move == 0)
-        return;
+        return 0;
     if (!p->rebal_seen && !(p->rebal_seen = tether__calloc(
                                 (size_t)p->nslots, sizeof(*p->rebal_seen))))
-        return; /* no memory: the connections stay where they are */
+        return 0; /* no memory: the connections stay where they are */
     for (int i = 0; i < p->nslots; i++)
         p->rebal_seen[i] = (rebal_seen){leases_of(&p->slots[i]), 0};
     p->rebal_left = move;
@@ -171,6 +171,7 @@ static void rebalance_start(tether_pool *p, int64_t now) {
                 "pool %s: %d new server%s in Patroni's list of %d: moving %d "
                 "of %d connections",
                 p->name, added, added == 1 ? "" : "s", servers, move, n);
+    return 1;
 }
 
 static void rebalance_end(tether_pool *p) {
@@ -219,7 +220,15 @@ static tether__slot *take_hot(tether_pool *p, const tether__slot *s) {
 static void *move_main(void *arg) {
     tether_pool *p = arg;
     tether__slot *s = connect_bg(p);
-    tether__slot *hs = s ? take_hot(p, s) : NULL;
+    /* Landed when on a server the list added: a connect whose first host,
+     * the new one, failed went on to an old one, and then the next pass
+     * moves once more. */
+    int fresh = s && tether__connector_fresh_last(p->o.connector);
+    tether__slot *hs = fresh ? take_hot(p, s) : NULL;
+    if (fresh)
+        atomic_fetch_add(&p->rebalanced, 1);
+    else
+        atomic_store(&p->rebal_missed, 1);
     if (hs) {
         if (hs->created_ms < p->rebal_before_ms)
             tether__pool_exchange(s, hs);
@@ -235,10 +244,18 @@ static void *move_main(void *arg) {
 /* rebalance_pass moves one connection: the idle one least used since the
  * last pass closes, and a mover replaces it. */
 static void rebalance_pass(tether_pool *p, int64_t now) {
-    rebalance_start(p, now);
-    if (!p->rebal_left || atomic_load(&p->rebal_moving))
+    /* The first move waits for the next pass: the use of each slot is
+     * counted from here, and with none counted yet the most used slot,
+     * where the move should land, is unknown. */
+    if (rebalance_start(p, now) || !p->rebal_seen ||
+        atomic_load(&p->rebal_moving))
         return;
-    if (++p->rebal_passes > REBAL_PASSES || atomic_load(&p->closing)) {
+    if (atomic_exchange(&p->rebal_missed, 0)) { /* (move_main) */
+        p->rebal_left++;
+        tether__connector_favour(p->o.connector, 1);
+    }
+    if (!p->rebal_left || ++p->rebal_passes > REBAL_PASSES ||
+        atomic_load(&p->closing)) {
         rebalance_end(p);
         return;
     }
@@ -249,18 +266,21 @@ static void rebalance_pass(tether_pool *p, int64_t now) {
         unsigned now_leases = leases_of(&p->slots[i]);
         unsigned use = (now_leases - w->leases) & 0xffffu;
         w->leases = now_leases;
-        if (w->fresh || slot_state(&p->slots[i]) != SLOT_IDLE)
+        if (w->fresh)
             continue;
-        if (use < cold_use)
-            cold_use = use, cold = i;
-        if (use >= hot_use)
+        /* The most used may be leased now (most often it is): take_hot
+         * waits for it. Judged among idle slots only, it was a slot nobody
+         * used whenever the busy ones were leased at this moment, and the
+         * moved connection went unused. */
+        if (use > 0 && use >= hot_use && slot_state(&p->slots[i]) != SLOT_FREE)
             hot_use = use, hot = i;
+        if (slot_state(&p->slots[i]) == SLOT_IDLE && use < cold_use)
+            cold_use = use, cold = i;
     }
     if (cold < 0 || !take_old(p, cold))
         return; /* the next pass looks again */
     p->rebal_hot = hot == cold ? -1 : hot;
     p->rebal_left--;
-    atomic_fetch_add(&p->rebalanced, 1);
     tether__pool_discard(p, &p->slots[cold], CLOSE_LIFETIME);
     pthread_mutex_lock(&p->lock);
     if (!atomic_load(&p->closing) && p->total < p->o.max_size) {
@@ -269,8 +289,6 @@ static void rebalance_pass(tether_pool *p, int64_t now) {
             atomic_store(&p->rebal_moving, 0);
     }
     pthread_mutex_unlock(&p->lock);
-    if (!p->rebal_left)
-        rebalance_end(p);
 }
 
 /* ---- one pass ------------------------------------------------------------ */

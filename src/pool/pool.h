@@ -178,6 +178,8 @@ struct tether_pool {
     int64_t rebal_before_ms;
     struct tether__rebal_seen *rebal_seen;
     _Atomic int rebal_moving;
+    _Atomic int rebal_missed; /* the last move did not reach a new
+                                 server: the next pass moves once more */
     _Atomic uint64_t rebalanced;
 };
 

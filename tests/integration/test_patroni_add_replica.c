@@ -201,8 +201,35 @@ static void test_added_replica_serves_reads(void **state) {
     atomic_store(&stop, 1);
     for (int i = 0; i < 3; i++)
         pthread_join(th[i], NULL);
-    tether_pool_metrics m;
+    tether_pool_metrics m, mr;
     tether_pool_metrics_get(tether_pool_read_side(pool), &m);
+    tether_pool_metrics_get(pool, &mr);
+    /* Where the pool's reads went after the add, for a failure's reader. */
+    char ports[256] = "";
+    {
+        int pv[8] = {0}, pc[8] = {0}, np = 0;
+        pthread_mutex_lock(&by_pool.lock);
+        for (int i = 0; i < by_pool.n; i++) {
+            if (by_pool.r[i].t < t_ret)
+                continue;
+            int k = 0;
+            while (k < np && pv[k] != by_pool.r[i].port)
+                k++;
+            if (k == np && np < 8)
+                pv[np++] = by_pool.r[i].port;
+            if (k < np)
+                pc[k]++;
+        }
+        pthread_mutex_unlock(&by_pool.lock);
+        size_t len = 0;
+        for (int k = 0; k < np && len < sizeof(ports); k++)
+            len += (size_t)snprintf(ports + len, sizeof(ports) - len, " %d:%d",
+                                    pv[k], pc[k]);
+    }
+    printf("pool reads after the add, by port:%s; reads lagging %llu, on "
+           "the primary %llu\n",
+           ports, (unsigned long long)mr.reads_lagging,
+           (unsigned long long)mr.reads_primary);
     printf("add-replica: %s (port %d) joined in %lld ms; first read by it "
            "%lld ms after add-replica returned on a connection per read "
            "(%d reads, %d failed), %lld ms through the pool (%d reads, %d "
