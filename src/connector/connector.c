@@ -362,15 +362,22 @@ static int skip_now(run *r, int idx) {
     return state;
 }
 
-/* The error of a connection of the wrong role, into e. */
+/* A server of the wrong role answered (a fresh connection, or a watched
+ * one asked again): the pass reached it; its error goes into e, the tally
+ * and, as the first, the run's last error. */
 static void wrong_role(run *r, const tether__ep *ep, tether_role role,
                        tether_error *e) {
+    r->reached = 1;
+    r->learnt++;
     tether_error_set(e, TETHER_ENOHOST, TETHER_CLASS_TRANSIENT,
                      "%s:%d is a %s, not %s", ep->host ? ep->host : "(default)",
                      ep->port,
                      role == TETHER_ROLE_UNKNOWN ? "server of unknown role"
                                                  : tether_role_name(role),
                      tether_target_name(r->c->cfg.target));
+    tether__tally_role(&r->tally, ep, role, r->c->cfg.target);
+    if (r->last.code == 0)
+        r->last = *e;
 }
 
 /* The server (tether__ep.server) of the connection the last connect on
@@ -405,12 +412,7 @@ static int ask_watched(run *r, int k, const tether__ep *ep, int64_t budget,
     if (q < 0)
         return -1;
     tether_error e = {0};
-    r->reached = 1;
-    r->learnt++;
     wrong_role(r, ep, (tether_role)q, &e);
-    tether__tally_role(&r->tally, ep, (tether_role)q, r->c->cfg.target);
-    if (r->last.code == 0)
-        r->last = e;
     return 0;
 }
 
@@ -464,19 +466,13 @@ static int attempt(run *r, const tether_step *st, void **conn) {
     }
     tether_role role;
     int v = judge_role(r, idx, *conn, &role);
-    if (v != 1) {
-        r->reached = 1;
-        r->learnt++;
+    if (v != 1)
         wrong_role(r, ep, role, &e);
-        tether__tally_role(&r->tally, ep, role, c->cfg.target);
-    }
-    if (v == 1)
+    else
         last_server = ep->server;
     tether__connector_event(c, st->attempt, ep,
                             v == 1 ? TETHER_PHASE_OK : TETHER_PHASE_ROLE,
                             v == 1 ? NULL : &e, role, el, budget);
-    if (v != 1 && r->last.code == 0)
-        r->last = e;
     return v == 1;
 }
 

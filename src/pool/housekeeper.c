@@ -193,10 +193,6 @@ static int take_old(tether_pool *p, int i) {
     return 0;
 }
 
-/* The mover: connects (a new server first), then swaps the new connection
- * into the most used idle slot, so that the callers who use that slot
- * reach the new server; that slot's old connection stays, idle, in the
- * new one's place. */
 /* take_hot reserves the most used slot for the exchange: it is most
  * often leased, so it is tried every millisecond for up to MOVE_WAIT_MS
  * (the mover's own thread waits, no caller). */
@@ -217,6 +213,10 @@ static tether__slot *take_hot(tether_pool *p, const tether__slot *s) {
     return NULL;
 }
 
+/* The mover: connects (a new server first), then swaps the new connection
+ * into the most used slot, so that the callers who use that slot reach
+ * the new server; that slot's old connection stays, idle, in the new
+ * one's place. */
 static void *move_main(void *arg) {
     tether_pool *p = arg;
     tether__slot *s = connect_bg(p);
