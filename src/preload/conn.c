@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <pthread.h>
+#include <unistd.h>
 
 typedef tether__preload_sb sbuf;
 
@@ -285,8 +287,11 @@ static void decide(const tether__conninfo *eff,
     }
 }
 
-int tether__preload_conn_prepare(const char *conninfo,
-                                 tether__preload_conn *c) {
+/* prepare fills c from conninfo (tether__preload_conn_prepare, below);
+ * *again: the outcome holds for the same string while the environment's
+ * PG variables and the user stay as they are (a pooled string with its
+ * password: no password file read). */
+static int prepare(const char *conninfo, tether__preload_conn *c, int *again) {
     memset(c, 0, sizeof(*c));
     const tether__preload_config *cfg = tether__preload_config_get();
     tether__conninfo ci, eff = {0};
@@ -311,9 +316,130 @@ int tether__preload_conn_prepare(const char *conninfo,
         decide(&eff, cfg, c);
     else
         tether__preload_log("%s: not pooled: %s", why ? why : "?", c->display);
+    const char *pw = known ? tether__conninfo_get(&eff, "password") : NULL;
+    *again = c->pooled && pw && *pw;
     tether__conninfo_free(&ci);
     tether__conninfo_free(&eff);
     return 0;
+}
+
+/* ---- the last pooled string's outcome, per thread ---------------------
+ * A program connects with the same string again and again; parsing it,
+ * reading the environment and hashing the secrets on every connect cost
+ * more than the rest of a pooled connect. The outcome is reused while the
+ * string, the environment's PG variables (every one libpq reads starts
+ * with PG) and the effective user are the same. */
+
+extern char **environ;
+
+typedef struct memo {
+    char *conninfo;
+    char *env; /* each PG entry of environ, with its NUL, in order */
+    size_t env_len;
+    uid_t euid;
+    tether__preload_conn c;
+} memo;
+
+static pthread_key_t memo_key;
+static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
+static int memo_ok;
+
+static void memo_free(void *v) {
+    memo *m = v;
+    if (!m)
+        return;
+    free(m->conninfo);
+    free(m->env);
+    tether__preload_conn_free(&m->c);
+    free(m);
+}
+
+static void memo_init(void) {
+    memo_ok = pthread_key_create(&memo_key, memo_free) == 0;
+}
+
+static int is_pg(const char *e) {
+    return e[0] == 'P' && e[1] == 'G';
+}
+
+/* env_same: environ's PG entries are those of sig. */
+static int env_same(const char *sig, size_t len) {
+    size_t at = 0;
+    for (char **e = environ; e && *e; e++) {
+        if (!is_pg(*e))
+            continue;
+        size_t n = strlen(*e) + 1;
+        if (at + n > len || memcmp(sig + at, *e, n) != 0)
+            return 0;
+        at += n;
+    }
+    return at == len;
+}
+
+static char *env_sig(size_t *len) {
+    sbuf b = {NULL, 0, 0, 1};
+    for (char **e = environ; e && *e; e++)
+        if (is_pg(*e))
+            sb_put(&b, *e, strlen(*e) + 1);
+    *len = b.n;
+    return sb_done(&b);
+}
+
+static char *dup_or_null(const char *s, int *failed) {
+    char *d = s ? strdup(s) : NULL;
+    *failed |= s && !d;
+    return d;
+}
+
+/* conn_copy: dst gets its own copy of src; -1 when out of memory. */
+static int conn_copy(tether__preload_conn *dst,
+                     const tether__preload_conn *src) {
+    int failed = 0;
+    *dst = *src;
+    dst->pooled = dup_or_null(src->pooled, &failed);
+    dst->key = dup_or_null(src->key, &failed);
+    dst->asked = dup_or_null(src->asked, &failed);
+    dst->user = dup_or_null(src->user, &failed);
+    dst->db = dup_or_null(src->db, &failed);
+    dst->options = dup_or_null(src->options, &failed);
+    dst->display = dup_or_null(src->display, &failed);
+    dst->libpq = dup_or_null(src->libpq, &failed);
+    if (failed)
+        tether__preload_conn_free(dst);
+    return failed ? -1 : 0;
+}
+
+static memo *memo_get(void) {
+    pthread_once(&memo_once, memo_init);
+    return memo_ok ? pthread_getspecific(memo_key) : NULL;
+}
+
+static void memo_keep(const char *conninfo, const tether__preload_conn *c) {
+    if (!memo_ok)
+        return;
+    memo *m = calloc(1, sizeof(*m));
+    if (!m || !(m->conninfo = strdup(conninfo)) ||
+        !(m->env = env_sig(&m->env_len)) || conn_copy(&m->c, c) != 0) {
+        memo_free(m);
+        return;
+    }
+    m->euid = geteuid();
+    memo_free(pthread_getspecific(memo_key));
+    if (pthread_setspecific(memo_key, m) != 0)
+        memo_free(m);
+}
+
+int tether__preload_conn_prepare(const char *conninfo,
+                                 tether__preload_conn *c) {
+    const char *s = conninfo ? conninfo : "";
+    memo *m = memo_get();
+    if (m && !strcmp(m->conninfo, s) && env_same(m->env, m->env_len) &&
+        m->euid == geteuid() && conn_copy(c, &m->c) == 0)
+        return 0;
+    int again = 0, rc = prepare(s, c, &again);
+    if (rc == 0 && again)
+        memo_keep(s, c);
+    return rc;
 }
 
 void tether__preload_conn_free(tether__preload_conn *c) {

@@ -237,8 +237,11 @@ TETHER__PRELOAD_EXPORT int PQregisterEventProc(PGconn *conn, PGEventProc proc,
 }
 
 /* watch: a statement that may make a custom setting marks its pooled
- * PGconn to be closed at PQfinish (scan.c). */
+ * PGconn to be closed at PQfinish; any that may change the session, to be
+ * reset at its give-back (scan.c). */
 static void watch(PGconn *conn, const char *sql) {
+    if (conn && !tether__preload_sql_clean(sql))
+        tether__preload_table_dirty(conn);
     if (conn && tether__preload_sql_sets_custom(sql))
         tether__preload_table_taint(
             conn, "a custom setting (SET a.b, set_config) was "
@@ -329,6 +332,8 @@ TETHER__PRELOAD_EXPORT PGresult *PQprepare(PGconn *conn, const char *name,
     tether__preload_passing--;
     if (known >= 0 && PQresultStatus(r) == PGRES_COMMAND_OK)
         tether__preload_table_prep_set(conn, name, query, n, types);
+    else if (conn)
+        tether__preload_table_dirty(conn); /* a statement the reset drops */
     return r;
 }
 
@@ -348,5 +353,20 @@ TETHER__PRELOAD_EXPORT int PQsendPrepare(PGconn *conn, const char *name,
         deallocate(conn, name);
     if (conn && name && *name)
         tether__preload_table_prep_unknown(conn);
+    if (conn)
+        tether__preload_table_dirty(conn);
     return tether__preload_real.send_prepare(conn, name, query, n, types);
+}
+
+/* PQfn calls a server function by its OID (libpq's large-object calls use
+ * it): whatever it does, the give-back resets the session. */
+TETHER__PRELOAD_EXPORT PGresult *PQfn(PGconn *conn, int fnid, int *result_buf,
+                                      int *result_len, int result_is_int,
+                                      const PQArgBlock *args, int nargs) {
+    if (tether__preload_real_resolve())
+        return NULL;
+    if (conn)
+        tether__preload_table_dirty(conn);
+    return tether__preload_real.fn(conn, fnid, result_buf, result_len,
+                                   result_is_int, args, nargs);
 }

@@ -99,7 +99,9 @@ static const char check_sql[] =
 /* ask runs the check on pg and records the answer in p. Returns -1 when
  * the query failed (pg is then not to be handed out). */
 static int ask(tether__preload_pool *p, PGconn *pg) {
-    PGresult *r = PQexec(pg, check_sql);
+    tether__preload_passing++; /* the preload's own: not the program's */
+    PGresult *r = tether__preload_real.exec(pg, check_sql);
+    tether__preload_passing--;
     int ok = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1;
     char *fp = ok ? strdup(PQgetvalue(r, 0, 1)) : NULL;
     pthread_mutex_lock(&p->mu);
@@ -276,6 +278,14 @@ static int deallocate_all(PGconn *pg) {
     return ok ? 0 : -1;
 }
 
+/* unchanged: the program ran on pg only statements that change nothing
+ * (scan.c) and left no transaction open, so its session is as the last
+ * reset left it (docs/preload.md, "A give-back without a reset"). */
+static int unchanged(PGconn *pg, const tether__preload_slot *s) {
+    return !s->dirty && !tether__preload_config_get()->reset_always &&
+           PQtransactionStatus(pg) == PQTRANS_IDLE;
+}
+
 int tether__preload_pool_finish(PGconn *pg) {
     tether__preload_slot s;
     switch (tether__preload_table_finish(pg, &s)) {
@@ -299,6 +309,8 @@ int tether__preload_pool_finish(PGconn *pg) {
     if (why) {
         tether__preload_log("connection closed, not reused: %s", why);
         tether_lease_discard(s.lease);
+    } else if (s.pool->own_reset && unchanged(pg, &s)) {
+        tether_lease_release(s.lease); /* no reset: nothing to undo */
     } else {
         int rc =
             s.pool->own_reset

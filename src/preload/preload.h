@@ -58,6 +58,7 @@ typedef struct tether__preload_real_fns {
     PGresult *(*prepare)(PGconn *, const char *, const char *, int,
                          const Oid *);
     int (*send_prepare)(PGconn *, const char *, const char *, int, const Oid *);
+    PGresult *(*fn)(PGconn *, int, int *, int *, int, const PQArgBlock *, int);
 } tether__preload_real_fns;
 
 extern tether__preload_real_fns tether__preload_real;
@@ -95,6 +96,8 @@ typedef struct tether__preload_config {
     int keep_prepared; /* TETHER_PRELOAD_KEEP_PREPARED=on (and no reset
                           query named): prepared statements stay */
     const char *match; /* TETHER_PRELOAD_MATCH, default "*" */
+    int reset_always;  /* TETHER_PRELOAD_RESET_ALWAYS=on: a give-back is
+                          reset even when the program changed nothing */
 } tether__preload_config;
 
 /* The reset with TETHER_PRELOAD_KEEP_PREPARED: DISCARD ALL without its
@@ -199,6 +202,12 @@ void tether__preload_hash_hex(const char *s, char out[33]);
  * (SET a.b, set_config): a connection it ran on is not reused. */
 int tether__preload_sql_sets_custom(const char *sql);
 
+/* tether__preload_sql_clean returns 1 when sql cannot change the session:
+ * one SELECT without '(' or INTO, or one transaction command (BEGIN,
+ * START, COMMIT, END, ROLLBACK, ABORT, SAVEPOINT, RELEASE) without '('.
+ * Anything else, and NULL, gives 0. */
+int tether__preload_sql_clean(const char *sql);
+
 /* ---- table.c ----------------------------------------------------------- */
 
 enum {
@@ -278,6 +287,8 @@ typedef struct tether__preload_slot {
     int prep_unknown; /* the program prepared or dropped statements the
                          preload could not follow: the give-back
                          deallocates them all */
+    int dirty;        /* this lease sent something that may have changed
+                         the session (scan.c): the give-back resets it */
 } tether__preload_slot;
 
 /* tether__preload_table_lease records pg as leased (asked is taken over);
@@ -314,6 +325,9 @@ void tether__preload_table_prep_set(PGconn *pg, const char *name,
 /* tether__preload_table_prep_unknown: a leased pg's list can no longer be
  * trusted: emptied, and the give-back deallocates everything. */
 void tether__preload_table_prep_unknown(PGconn *pg);
+/* tether__preload_table_dirty: a leased pg ran something that may have
+ * changed its session: its give-back runs the reset query. */
+void tether__preload_table_dirty(PGconn *pg);
 void tether__preload_table_lock(void);
 void tether__preload_table_unlock(void);
 /* tether__preload_table_fork_child: in a child, idle slots are forgotten and

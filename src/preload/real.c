@@ -49,6 +49,7 @@ static void resolve(void) {
         sym("PQsendQueryParams");
     *(void **)&tether__preload_real.prepare = sym("PQprepare");
     *(void **)&tether__preload_real.send_prepare = sym("PQsendPrepare");
+    *(void **)&tether__preload_real.fn = sym("PQfn");
 }
 
 int tether__preload_real_resolve(void) {

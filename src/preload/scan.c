@@ -1,9 +1,13 @@
-/* scan.c - does a statement the program sends make a custom setting
- * (docs/preload.md, "Custom settings")? SET (SESSION|LOCAL) a.b, or
- * set_config(...). Such a setting leaves a placeholder in the backend that
- * no reset removes (after DISCARD ALL it reads '' where a fresh backend
- * gives NULL), so the connection is closed at PQfinish, not reused. A
- * setting made inside a server-side function is not seen. */
+/* scan.c - what a statement the program sends may do to its session.
+ * - A custom setting (docs/preload.md, "Custom settings"): SET (SESSION|
+ *   LOCAL) a.b, or set_config(...). Such a setting leaves a placeholder in
+ *   the backend that no reset removes (after DISCARD ALL it reads '' where
+ *   a fresh backend gives NULL), so the connection is closed at PQfinish,
+ *   not reused. A setting made inside a server-side function is not seen.
+ * - Nothing at all (docs/preload.md, "A give-back without a reset"): a
+ *   SELECT that names no function and writes nowhere, or a transaction
+ *   command. A connection that ran only such statements is given back
+ *   without the reset query. */
 #include "preload.h"
 
 #include <ctype.h>
@@ -58,5 +62,32 @@ int tether__preload_sql_sets_custom(const char *sql) {
             (word(p, "set_config") || (word(p, "set") && dotted_set(p))))
             return 1;
     }
+    return 0;
+}
+
+/* rest_clean: from s on, one statement with nothing that could reach a
+ * function or write somewhere: no '(', no INTO, no second statement. */
+static int rest_clean(const char *s) {
+    for (const char *p = s; *p; p++) {
+        if (*p == '(')
+            return 0;
+        if (*p == ';' && *skip_space(p + 1))
+            return 0;
+        if ((*p == 'i' || *p == 'I') && !ident_char(p[-1]) && word(p, "into"))
+            return 0;
+    }
+    return 1;
+}
+
+int tether__preload_sql_clean(const char *sql) {
+    static const char *const verbs[] = {"select", "begin",     "start",
+                                        "commit", "end",       "rollback",
+                                        "abort",  "savepoint", "release"};
+    if (!sql)
+        return 0;
+    const char *s = skip_space(sql);
+    for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+        if (word(s, verbs[i]))
+            return rest_clean(s + strlen(verbs[i]));
     return 0;
 }

@@ -69,7 +69,8 @@ int64_t tether__preload_table_lease(PGconn *pg, tether_lease *lease,
         tether__preload_prep *prep = n->slot.prep; /* kept across leases */
         n->slot = (tether__preload_slot){
             pg,   lease, pool, asked, settings, TETHER__PRELOAD_LEASED,
-            NULL, rx,    born, 0,     prep,     0};
+            NULL, rx,    born, 0,     prep,     0,
+            0};
     } else
         free(asked);
     pthread_mutex_unlock(&lock);
@@ -187,7 +188,10 @@ void tether__preload_table_prep_set(PGconn *pg, const char *name,
     node *nd = leased_node(pg);
     if (nd && !nd->slot.prep_unknown) {
         tether__preload_prep_drop(&nd->slot.prep, name);
-        if (tether__preload_prep_add(&nd->slot.prep, name, query, n, types)) {
+        /* A kept statement runs on later leases out of sight (PQexecPrepared
+         * is not watched): one that could change the session is not kept. */
+        if (!tether__preload_sql_clean(query) ||
+            tether__preload_prep_add(&nd->slot.prep, name, query, n, types)) {
             tether__preload_prep_free(&nd->slot.prep);
             nd->slot.prep_unknown = 1;
         }
@@ -202,6 +206,14 @@ void tether__preload_table_prep_unknown(PGconn *pg) {
         tether__preload_prep_free(&nd->slot.prep);
         nd->slot.prep_unknown = 1;
     }
+    pthread_mutex_unlock(&lock);
+}
+
+void tether__preload_table_dirty(PGconn *pg) {
+    pthread_mutex_lock(&lock);
+    node *nd = leased_node(pg);
+    if (nd)
+        nd->slot.dirty = 1;
     pthread_mutex_unlock(&lock);
 }
 

@@ -26,6 +26,10 @@
  *                                      DEALLOCATE, PQsendPrepare, inside a
  *                                      transaction; and whether a statement
  *                                      was answered without the server
+ *   pq_cases clean CI ADMIN            statements that change nothing, and
+ *                                      ones that may change the session,
+ *                                      each read by the next connect; and
+ *                                      whether the give-back ran the reset
  *
  * CI is the program's connection string (CI for envcred carries no user
  * or password: they come from PGUSER and PGPASSWORD); ADMIN a superuser's.
@@ -423,6 +427,75 @@ static int cmd_prepared(const char *ci) {
     return 0;
 }
 
+/* after: what became of backend pid once its connection was finished,
+ * seen from ADMIN: "gone" (closed, plain libpq), "reset" (its last
+ * statement is no longer sql: the give-back's reset ran) or "kept" (still
+ * sql after 1 s: given back without a reset). */
+static const char *after(const char *adm, int pid, const char *sql) {
+    char q[128], v[512];
+    snprintf(q, sizeof(q), "SELECT query FROM pg_stat_activity WHERE pid = %d",
+             pid);
+    PGconn *a = must_connect(adm, NULL);
+    const char *what = "kept";
+    for (double t0 = now_s(); now_s() - t0 < 1; sleep_s(0.02)) {
+        PGresult *r = PQexec(a, q);
+        int rows = PQresultStatus(r) == PGRES_TUPLES_OK ? PQntuples(r) : -1;
+        snprintf(v, sizeof(v), "%s", rows == 1 ? PQgetvalue(r, 0, 0) : "");
+        PQclear(r);
+        if (rows == 0 || rows == 1) {
+            if (rows == 0 || strcmp(v, sql)) {
+                what = rows == 0 ? "gone" : "reset";
+                break;
+            }
+        }
+    }
+    PQfinish(a);
+    return what;
+}
+
+/* Each case runs its statement on one connect (a prepare for "prepare"),
+ * then the next connect reads what a fresh session reads. */
+static int cmd_clean(const char *ci, const char *adm) {
+    static const struct {
+        const char *label, *sql, *check;
+    } k[] = {
+        {"select", "SELECT 41 + 1 AS answer", "SHOW work_mem"},
+        {"lock", "SELECT pg_advisory_lock(4242)",
+         "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND "
+         "objid = 4242"},
+        {"into", "SELECT 1 AS x INTO TEMP clean_t",
+         "SELECT to_regclass('pg_temp.clean_t') IS NULL"},
+        {"two", "SELECT 1; SET work_mem = '2345kB'", "SHOW work_mem"},
+        {"txn", "BEGIN ISOLATION LEVEL SERIALIZABLE",
+         "SHOW transaction_isolation"},
+        {"prepare", "SELECT $1::int AS clean_p",
+         "SELECT count(*) FROM pg_prepared_statements"},
+    };
+    char v[64], resets[256] = "";
+    /* Held throughout: a pool the program holds nothing of closes its idle
+     * connections after 250 ms (docs/preload.md). */
+    PGconn *hold = must_connect(ci, NULL);
+    printf("result: clean");
+    for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+        PGconn *pg = must_connect(ci, NULL);
+        int pid = PQbackendPID(pg);
+        if (!strcmp(k[i].label, "prepare"))
+            PQclear(PQprepare(pg, "clean_p", k[i].sql, 1, NULL));
+        else
+            value(pg, k[i].sql, v, sizeof(v));
+        PQfinish(pg);
+        size_t n = strlen(resets);
+        snprintf(resets + n, sizeof(resets) - n, " %s=%s", k[i].label,
+                 after(adm, pid, k[i].sql));
+        pg = must_connect(ci, NULL);
+        printf(" %s=%s", k[i].label, value(pg, k[i].check, v, sizeof(v)));
+        PQfinish(pg);
+    }
+    printf("\nmeasure: reset%s\n", resets);
+    PQfinish(hold);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: pq_cases MODE CONNINFO [ARGS] (see the "
@@ -453,6 +526,8 @@ int main(int argc, char **argv) {
         return cmd_conninfo(ci);
     if (!strcmp(m, "prepared"))
         return cmd_prepared(ci);
+    if (!strcmp(m, "clean"))
+        return cmd_clean(ci, a);
     fprintf(stderr, "pq_cases: unknown mode '%s'\n", m);
     return 2;
 }

@@ -244,8 +244,21 @@ grep -q 'measure: kept=no' "$work/prepared.plain" ||
 both prepared_default -- prepared "$ci"
 grep -q 'measure: kept=no' "$work/prepared_default.preload" ||
   fail "prepared: kept by default, without TETHER_PRELOAD_KEEP_PREPARED"
+# A give-back without a reset: a connect that ran only statements that
+# change nothing is not reset; a function call (a session's advisory
+# lock), INTO, a second statement,
+# an open transaction and a prepare are (and the next connect reads what
+# a fresh session reads, as with plain libpq).
+both clean -- clean "$ci" "$admin"
+equals "clean: which give-backs ran the reset" \
+  "$(sed -n 's/^measure: reset //p' "$work/clean.preload")" \
+  "select=kept lock=reset into=reset two=reset txn=reset prepare=reset"
+run clean.always env TETHER_PRELOAD_RESET_ALWAYS=on LD_PRELOAD="$preload" "$cases" clean "$ci" "$admin"
+same_results clean.plain clean.always
+equals "clean: TETHER_PRELOAD_RESET_ALWAYS=on resets the SELECT's give-back too" \
+  "$(sed -n 's/^measure: reset select=\([a-z]*\).*/\1/p' "$work/clean.always")" reset
 # Configuration edge cases are named, never a silent default.
-for bad in TETHER_PRELOAD_WAIT=0 TETHER_PRELOAD_MATCH= TETHER_PRELOAD_POOL_MAX= TETHER_PRELOAD_LOG=2 TETHER_PRELOAD_IDLE_MAX=0; do
+for bad in TETHER_PRELOAD_WAIT=0 TETHER_PRELOAD_MATCH= TETHER_PRELOAD_POOL_MAX= TETHER_PRELOAD_LOG=2 TETHER_PRELOAD_IDLE_MAX=0 TETHER_PRELOAD_RESET_ALWAYS=sometimes; do
   var=${bad%%=*}
   run "config.$var" env "$bad" LD_PRELOAD="$preload" "$client" cpq "$ci" 3
   grep -q "bad value for $var: '${bad#*=}'" "$work/config.$var" &&

@@ -222,6 +222,63 @@ static void test_scan_custom(void **state) {
     assert_false(tether__preload_sql_sets_custom(NULL));
 }
 
+static void test_scan_clean(void **state) {
+    (void)state;
+    assert_true(tether__preload_sql_clean("SELECT abalance FROM "
+                                          "pgbench_accounts WHERE aid = 7;"));
+    assert_true(tether__preload_sql_clean("  select 41 + 1 as answer;  \n"));
+    assert_true(
+        tether__preload_sql_clean("BEGIN ISOLATION LEVEL SERIALIZABLE"));
+    assert_true(tether__preload_sql_clean("commit"));
+    assert_true(tether__preload_sql_clean("ROLLBACK TO SAVEPOINT a"));
+    assert_true(tether__preload_sql_clean("SELECT x FROM intolerant"));
+    /* a function, a write, a second statement, anything else */
+    assert_false(tether__preload_sql_clean("SELECT pg_advisory_lock(1)"));
+    assert_false(tether__preload_sql_clean("SELECT 1 AS x INTO TEMP t"));
+    assert_false(tether__preload_sql_clean("select 1 into\tt"));
+    assert_false(tether__preload_sql_clean("SELECT 1; SET work_mem = '2MB'"));
+    assert_false(tether__preload_sql_clean("BEGIN; SET x = 1"));
+    assert_false(tether__preload_sql_clean("SET work_mem = '1MB'"));
+    assert_false(tether__preload_sql_clean("selected"));
+    assert_false(tether__preload_sql_clean("LISTEN c"));
+    assert_false(tether__preload_sql_clean("PREPARE TRANSACTION 'x'"));
+    assert_false(tether__preload_sql_clean("WITH a AS (SELECT 1) SELECT 1"));
+    assert_false(tether__preload_sql_clean(""));
+    assert_false(tether__preload_sql_clean(NULL));
+}
+
+/* The last pooled string's outcome is reused only while the environment's
+ * PG variables are the same: a change, even in place (putenv), is seen. */
+static void test_memo_environment(void **state) {
+    (void)state;
+    const char *s = "host=h dbname=app user=u password=pw";
+    tether__preload_conn a, b;
+    unsetenv("PGAPPNAME");
+    assert_int_equal(tether__preload_conn_prepare(s, &a), 0);
+    assert_non_null(a.key);
+    assert_int_equal(tether__preload_conn_prepare(s, &b), 0);
+    assert_string_equal(a.key, b.key);
+    tether__preload_conn_free(&b);
+    static char app[] = "PGAPPNAME=one";
+    putenv(app);
+    assert_int_equal(tether__preload_conn_prepare(s, &b), 0);
+    assert_non_null(strstr(b.key, "application_name='one'"));
+    tether__preload_conn_free(&b);
+    app[10] = 't'; /* PGAPPNAME=tne, changed in place */
+    assert_int_equal(tether__preload_conn_prepare(s, &b), 0);
+    assert_non_null(strstr(b.key, "application_name='tne'"));
+    tether__preload_conn_free(&b);
+    unsetenv("PGAPPNAME");
+    assert_int_equal(tether__preload_conn_prepare(s, &b), 0);
+    assert_string_equal(a.key, b.key);
+    tether__preload_conn_free(&b);
+    assert_int_equal(
+        tether__preload_conn_prepare("host=h dbname=other password=pw", &b), 0);
+    assert_string_not_equal(a.key, b.key);
+    tether__preload_conn_free(&b);
+    tether__preload_conn_free(&a);
+}
+
 int main(void) {
     setenv("TETHER_PRELOAD_POOL_MAX", "7", 1);
     setenv("TETHER_PRELOAD_MATCH", "*dbname='app'*|*dbname='other'*", 1);
@@ -237,6 +294,8 @@ int main(void) {
         cmocka_unit_test(test_key_environment),
         cmocka_unit_test(test_key_unknown),
         cmocka_unit_test(test_scan_custom),
+        cmocka_unit_test(test_scan_clean),
+        cmocka_unit_test(test_memo_environment),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
