@@ -8,6 +8,7 @@
  * (secrets hashed, docs/preload.md "Which pool"); the masked display form
  * and a libpq-only form for connects that pass through. */
 #include "conninfo.h"
+#include "internal.h"
 #include "preload.h"
 
 #include <fnmatch.h>
@@ -24,7 +25,7 @@ void tether__preload_sb_put(sbuf *b, const char *s, size_t n) {
     if (!b->ok)
         return;
     if (b->n + n + 1 > b->cap) {
-        size_t cap = (b->n + n + 1) * 2;
+        size_t cap = TETHER__MAX((b->n + n + 1) * 2, (size_t)256);
         char *p = realloc(b->s, cap);
         if (!p) {
             b->ok = 0;
@@ -256,6 +257,14 @@ static int session(const tether__conninfo *eff, tether__preload_conn *c) {
     return c->user && c->db && c->options ? 0 : -1;
 }
 
+/* key_hash: FNV-1a of the pool's key (its bucket in pools.c). */
+static uint64_t key_hash(const char *key) {
+    uint64_t h = 1469598103934665603ull;
+    for (const char *p = key; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    return h;
+}
+
 /* decide fills c's pooled form and key from eff, or logs why not. */
 static void decide(const tether__conninfo *eff,
                    const tether__preload_config *cfg, tether__preload_conn *c) {
@@ -282,6 +291,7 @@ static void decide(const tether__conninfo *eff,
         free(c->key);
         c->pooled = c->key = NULL;
     } else {
+        c->key_hash = key_hash(c->key);
         c->own_reset = !tether__conninfo_get(eff, "tether_reset_query");
         c->keep_prepared = cfg->keep_prepared && c->own_reset;
     }
@@ -289,9 +299,11 @@ static void decide(const tether__conninfo *eff,
 
 /* prepare fills c from conninfo (tether__preload_conn_prepare, below);
  * *again: the outcome holds for the same string while the environment's
- * PG variables and the user stay as they are (a pooled string with its
- * password: no password file read). */
-static int prepare(const char *conninfo, tether__preload_conn *c, int *again) {
+ * PG variables stay as they are (a pooled string with its password: no
+ * password file read), and, when *os_user (the user is the process's),
+ * while the effective user does. */
+static int prepare(const char *conninfo, tether__preload_conn *c, int *again,
+                   int *os_user) {
     memset(c, 0, sizeof(*c));
     const tether__preload_config *cfg = tether__preload_config_get();
     tether__conninfo ci, eff = {0};
@@ -318,6 +330,7 @@ static int prepare(const char *conninfo, tether__preload_conn *c, int *again) {
         tether__preload_log("%s: not pooled: %s", why ? why : "?", c->display);
     const char *pw = known ? tether__conninfo_get(&eff, "password") : NULL;
     *again = c->pooled && pw && *pw;
+    *os_user = !tether__conninfo_get(&ci, "user") && !getenv("PGUSER");
     tether__conninfo_free(&ci);
     tether__conninfo_free(&eff);
     return 0;
@@ -328,7 +341,8 @@ static int prepare(const char *conninfo, tether__preload_conn *c, int *again) {
  * reading the environment and hashing the secrets on every connect cost
  * more than the rest of a pooled connect. The outcome is reused while the
  * string, the environment's PG variables (every one libpq reads starts
- * with PG) and the effective user are the same. */
+ * with PG) and, when the user is the process's, the effective user are
+ * the same. */
 
 extern char **environ;
 
@@ -336,7 +350,7 @@ typedef struct memo {
     char *conninfo;
     char *env; /* each PG entry of environ, with its NUL, in order */
     size_t env_len;
-    uid_t euid;
+    uid_t euid; /* -1: the outcome does not depend on it */
     tether__preload_conn c;
 } memo;
 
@@ -414,7 +428,8 @@ static memo *memo_get(void) {
     return memo_ok ? pthread_getspecific(memo_key) : NULL;
 }
 
-static void memo_keep(const char *conninfo, const tether__preload_conn *c) {
+static void memo_keep(const char *conninfo, const tether__preload_conn *c,
+                      int os_user) {
     if (!memo_ok)
         return;
     memo *m = calloc(1, sizeof(*m));
@@ -423,23 +438,37 @@ static void memo_keep(const char *conninfo, const tether__preload_conn *c) {
         memo_free(m);
         return;
     }
-    m->euid = geteuid();
+    m->euid = os_user ? geteuid() : (uid_t)-1;
     memo_free(pthread_getspecific(memo_key));
     if (pthread_setspecific(memo_key, m) != 0)
         memo_free(m);
 }
 
-int tether__preload_conn_prepare(const char *conninfo,
-                                 tether__preload_conn *c) {
+const tether__preload_conn *
+tether__preload_conn_get(const char *conninfo, tether__preload_conn *own) {
     const char *s = conninfo ? conninfo : "";
     memo *m = memo_get();
+    memset(own, 0, sizeof(*own));
     if (m && !strcmp(m->conninfo, s) && env_same(m->env, m->env_len) &&
-        m->euid == geteuid() && conn_copy(c, &m->c) == 0)
+        (m->euid == (uid_t)-1 || m->euid == geteuid()))
+        return &m->c;
+    int again = 0, os_user = 0;
+    if (prepare(s, own, &again, &os_user) != 0)
+        return NULL;
+    if (again)
+        memo_keep(s, own, os_user);
+    return own;
+}
+
+int tether__preload_conn_prepare(const char *conninfo,
+                                 tether__preload_conn *c) {
+    tether__preload_conn own;
+    const tether__preload_conn *got = tether__preload_conn_get(conninfo, &own);
+    if (got == &own) {
+        *c = own;
         return 0;
-    int again = 0, rc = prepare(s, c, &again);
-    if (rc == 0 && again)
-        memo_keep(s, c);
-    return rc;
+    }
+    return got && conn_copy(c, got) == 0 ? 0 : -1;
 }
 
 void tether__preload_conn_free(tether__preload_conn *c) {

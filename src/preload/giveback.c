@@ -36,6 +36,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t round_lock = PTHREAD_MUTEX_INITIALIZER;
 static pending *list;
 static int n, cap;
+static int queued;             /* n, for a look without the lock (__atomic_*) */
 static int wake[2] = {-1, -1}; /* the collector's pipe */
 static int started;
 static pthread_cond_t born = PTHREAD_COND_INITIALIZER;
@@ -95,6 +96,7 @@ static int take_done(const struct pollfd *fds, PGconn *const *polled, int m,
         out[k++] = list[i];
         list[i] = list[--n];
     }
+    __atomic_store_n(&queued, n, __ATOMIC_RELAXED);
     return k;
 }
 
@@ -185,6 +187,7 @@ static int add(PGconn *pg, tether_lease *lease, const void *owner) {
         cap = ncap;
     }
     list[n++] = (pending){pg, lease, owner, tether__preload_now_ms(), 0, 0};
+    __atomic_store_n(&queued, n, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -243,6 +246,10 @@ int tether__preload_giveback(PGconn *pg, tether_lease *lease, const void *owner,
     return rc;
 }
 
+int tether__preload_giveback_queued(void) {
+    return __atomic_load_n(&queued, __ATOMIC_RELAXED);
+}
+
 int tether__preload_giveback_reclaim(const void *owner) {
     pending p;
     int found = 0;
@@ -253,6 +260,7 @@ int tether__preload_giveback_reclaim(const void *owner) {
             list[i] = list[--n];
             found = 1;
         }
+    __atomic_store_n(&queued, n, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&lock);
     if (!found)
         return 0;
@@ -291,7 +299,7 @@ void tether__preload_giveback_fork_child(void) {
      * list is dropped without a touch, a thread is made on demand. */
     free(list);
     list = NULL;
-    n = cap = 0;
+    n = cap = queued = 0;
     if (started) {
         close(wake[0]);
         close(wake[1]);

@@ -23,19 +23,13 @@ static PGconn *pass_str(PGconn *(*fn)(const char *), const char *conninfo,
     return pg;
 }
 
-/* pooled_str returns a pooled PGconn for conninfo, or NULL. */
-static PGconn *pooled_str(const char *conninfo, tether__preload_conn *c) {
-    if (tether__preload_conn_prepare(conninfo, c) != 0)
-        return NULL;
-    return tether__preload_pool_connect(c);
-}
-
 static PGconn *connect_str(PGconn *(*fn)(const char *), const char *conninfo) {
-    tether__preload_conn c = {0};
-    PGconn *pg = pooled_str(conninfo, &c);
+    tether__preload_conn own;
+    const tether__preload_conn *c = tether__preload_conn_get(conninfo, &own);
+    PGconn *pg = c ? tether__preload_pool_connect(c) : NULL;
     if (!pg)
-        pg = pass_str(fn, conninfo, &c);
-    tether__preload_conn_free(&c);
+        pg = pass_str(fn, conninfo, c);
+    tether__preload_conn_free(&own);
     return pg;
 }
 
@@ -60,9 +54,10 @@ TETHER__PRELOAD_EXPORT PGconn *PQconnectStart(const char *conninfo) {
 static PGconn *pooled_made(char *conninfo) {
     if (!conninfo)
         return NULL;
-    tether__preload_conn c = {0};
-    PGconn *pg = pooled_str(conninfo, &c);
-    tether__preload_conn_free(&c);
+    tether__preload_conn own;
+    const tether__preload_conn *c = tether__preload_conn_get(conninfo, &own);
+    PGconn *pg = c ? tether__preload_pool_connect(c) : NULL;
+    tether__preload_conn_free(&own);
     free(conninfo);
     return pg;
 }
@@ -240,13 +235,14 @@ TETHER__PRELOAD_EXPORT int PQregisterEventProc(PGconn *conn, PGEventProc proc,
  * PGconn to be closed at PQfinish; any that may change the session, to be
  * reset at its give-back (scan.c). */
 static void watch(PGconn *conn, const char *sql) {
-    if (conn && !tether__preload_sql_clean(sql))
-        tether__preload_table_dirty(conn);
-    if (conn && tether__preload_sql_sets_custom(sql))
+    if (!conn || tether__preload_sql_clean(sql))
+        return; /* neither a setting nor a prepare: nothing else to see */
+    tether__preload_table_dirty(conn);
+    if (tether__preload_sql_sets_custom(sql))
         tether__preload_table_taint(
             conn, "a custom setting (SET a.b, set_config) was "
                   "made on it");
-    if (conn && tether__preload_sql_touches_prepared(sql))
+    if (tether__preload_sql_touches_prepared(sql))
         tether__preload_table_prep_unknown(conn); /* prep.c */
 }
 

@@ -184,7 +184,8 @@ static PGconn *lease_fresh(tether__preload_pool *p,
     for (int tries = 0; tries <= p->max + 1; tries++) {
         tether_lease *l = NULL;
         tether_error err = {0};
-        if (tries == 0 && !idle_now(p)) /* one given back, being reset */
+        if (tries == 0 && tether__preload_giveback_queued() &&
+            !idle_now(p)) /* one given back, being reset */
             tether__preload_giveback_reclaim(p);
         if (tether_pool_acquire(p->pool, -1, &l, &err) != 0) {
             tether__preload_log("pool failed (%s), connecting without it: %s",

@@ -52,13 +52,6 @@ static void release_idle(void *ctx, unsigned tick) {
     pthread_mutex_unlock(&lock);
 }
 
-static size_t bucket(const char *key) {
-    uint64_t h = 1469598103934665603ull;
-    for (const char *p = key; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ull;
-    return (size_t)(h % NBUCKETS);
-}
-
 /* open_pool makes the pool for c (without the lock). */
 static tether__preload_pool *open_pool(const tether__preload_conn *c) {
     tether__preload_pool *p = calloc(1, sizeof(*p));
@@ -155,7 +148,7 @@ static void subscribe(void) {
  * open one for the same key: the second to insert destroys its own. */
 tether__preload_pool *
 tether__preload_pools_reserve(const tether__preload_conn *c, int *full) {
-    size_t b = bucket(c->key);
+    size_t b = (size_t)(c->key_hash % NBUCKETS);
     int64_t now = tether__preload_now_ms();
     tether__preload_pool *gone = NULL, *fresh = NULL;
     pthread_mutex_lock(&lock);

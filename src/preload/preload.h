@@ -154,9 +154,10 @@ char *tether__preload_sb_done(
  * the masked display form (logs, TETHER_PRELOAD_MATCH) and whether it may
  * be pooled at all. */
 typedef struct tether__preload_conn {
-    char *pooled; /* NULL when not to be pooled */
-    char *key;    /* the pool's key: never a secret in clear */
-    char *asked;  /* what libpq would connect with, libpq keywords only */
+    char *pooled;      /* NULL when not to be pooled */
+    char *key;         /* the pool's key: never a secret in clear */
+    uint64_t key_hash; /* of key: its bucket among the pools */
+    char *asked;       /* what libpq would connect with, libpq keywords only */
     char *user, *db, *options; /* what the session must be */
     char *display;             /* masked, never a password */
     char *libpq;               /* without tether's keywords, for a pass-through;
@@ -172,6 +173,12 @@ typedef struct tether__preload_conn {
  * still be NULL: replication, no match, off) or -1 (not parsable by tether:
  * pass through as it is). */
 int tether__preload_conn_prepare(const char *conninfo, tether__preload_conn *c);
+/* tether__preload_conn_get is tether__preload_conn_prepare without a copy:
+ * the thread's kept outcome for conninfo when it still holds (valid until
+ * this thread's next call), else own filled (the caller frees it), or
+ * NULL (not parsable by tether). */
+const tether__preload_conn *tether__preload_conn_get(const char *conninfo,
+                                                     tether__preload_conn *own);
 void tether__preload_conn_free(tether__preload_conn *c);
 
 struct tether__conninfo;
@@ -235,6 +242,9 @@ int tether__preload_giveback(PGconn *pg, tether_lease *lease, const void *owner,
  * connect then finds it idle instead of making a new one. Returns 1 when
  * there was one. */
 int tether__preload_giveback_reclaim(const void *owner);
+/* tether__preload_giveback_queued: how many give-backs the collector has
+ * (read without its lock: a hint, for skipping reclaim's work). */
+int tether__preload_giveback_queued(void);
 void tether__preload_giveback_lock(void); /* fork: in the locks' order */
 void tether__preload_giveback_unlock(void);
 /* tether__preload_giveback_round_lock waits for the collector to end its
