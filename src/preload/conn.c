@@ -47,10 +47,14 @@ void tether__preload_sb_kv(sbuf *b, const char *key, const char *val) {
     tether__preload_sb_str(b, b->n ? " " : "");
     tether__preload_sb_str(b, key);
     tether__preload_sb_str(b, "='");
-    for (const char *p = val; *p; p++) {
-        if (*p == '\'' || *p == '\\')
-            tether__preload_sb_put(b, "\\", 1);
-        tether__preload_sb_put(b, p, 1);
+    for (const char *p = val; *p;) {
+        size_t run = strcspn(p, "'\\"); /* up to a quote or a backslash */
+        tether__preload_sb_put(b, p, run);
+        p += run;
+        if (*p) {
+            char esc[2] = {'\\', *p++};
+            tether__preload_sb_put(b, esc, 2);
+        }
     }
     tether__preload_sb_str(b, "'");
 }
