@@ -92,11 +92,33 @@ static int exec(PGconn *conn, const tether_pq_stmt *st, const char *sql,
     return rc;
 }
 
-/* report prints the first few failures, and counts them all. */
+/* Failures by error code (-code), for the summary. */
+#define CODES 64
+static atomic_long by_code[CODES];
+
+/* report prints the first two failures of each kind (error code), and
+ * counts them all. */
 static void report(int64_t id, int part, const tether_error *err) {
-    if (atomic_fetch_add(&failures, 1) < 5)
+    int k = err->code < 0 && err->code > -CODES ? -err->code : 0;
+    atomic_fetch_add(&failures, 1);
+    if (atomic_fetch_add(&by_code[k], 1) < 2)
         fprintf(stderr, "job %" PRId64 " step %d: %s: %s\n", id, part + 1,
                 tether_errname(err->code), err->message);
+}
+
+/* print_failures: "failures: NAME N, ..." (every step that failed, by
+ * error code; a job fails at its first). */
+static void print_failures(void) {
+    printf("failures: %ld", atomic_load(&failures));
+    const char *sep = " (";
+    for (int k = 0; k < CODES; k++) {
+        long n = atomic_load(&by_code[k]);
+        if (n > 0) {
+            printf("%s%s %ld", sep, k ? tether_errname(-k) : "other", n);
+            sep = ", ";
+        }
+    }
+    printf("%s\n", *sep == ',' ? ")" : "");
 }
 
 /* step takes the job's connection (keyed by its id), runs its part and
@@ -261,6 +283,7 @@ static int check(worker *w, tether_error *err) {
     free(db);
     printf("jobs: %ld committed, %ld failed, %ld with a lost COMMIT answer\n",
            count[COMMITTED], count[FAILED], count[UNKNOWN]);
+    print_failures();
     printf("check: %ld committed and missing, %ld half applied, %ld applied "
            "twice, %ld failed and present\n",
            missing, half, twice, leftover);

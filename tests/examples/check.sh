@@ -213,6 +213,14 @@ check_pg_jobs() {
   [ "$status" -eq 0 ] || fail "exit status $status, want 0"
   grep -Eq '^jobs: [1-9][0-9]* committed, [0-9]+ failed, [0-9]+ with a lost COMMIT answer$' "$tmp/out" ||
     fail "want 'jobs: N committed, ...' with N > 0"
+  # Every failed job (and each lost COMMIT answer) failed one step, counted
+  # by its error code on the failures line.
+  local failed lost total
+  failed=$(sed -n 's/^jobs: [0-9]* committed, \([0-9]*\) failed, .*/\1/p' "$tmp/out")
+  lost=$(sed -n 's/^jobs: .* failed, \([0-9]*\) with a lost COMMIT answer$/\1/p' "$tmp/out")
+  total=$(sed -n 's/^failures: \([0-9]*\)\( (.*)\)\{0,1\}$/\1/p' "$tmp/out")
+  [ -n "$total" ] && [ "$total" -eq $(( ${failed:-0} + ${lost:-0} )) ] ||
+    fail "want 'failures: N (CODE n, ...)' with N = failed + lost COMMIT answers (${failed:-?} + ${lost:-?}), got '${total}'"
   grep -qx 'check: 0 committed and missing, 0 half applied, 0 applied twice, 0 failed and present' "$tmp/out" ||
     fail "the database does not hold what the jobs were told"
   local late
