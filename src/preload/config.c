@@ -90,7 +90,7 @@ static void read_match(void) {
 static void load(void) {
     cfg.off = !read_switch("TETHER_PRELOAD", 1);
     cfg.log = read_switch("TETHER_PRELOAD_LOG", 0);
-    int keep = read_switch("TETHER_PRELOAD_KEEP_PREPARED", 0);
+    int keep = read_switch("TETHER_PRELOAD_KEEP_PREPARED", 1);
     cfg.reset_always = read_switch("TETHER_PRELOAD_RESET_ALWAYS", 0);
     cfg.pool_max = read_int("TETHER_PRELOAD_POOL_MAX", 10, 1, 100000);
     cfg.idle_max = read_int("TETHER_PRELOAD_IDLE_MAX", 10, 1, 100000);

@@ -231,6 +231,25 @@ TETHER__PRELOAD_EXPORT int PQregisterEventProc(PGconn *conn, PGEventProc proc,
     return tether__preload_real.register_event(conn, proc, name, passThrough);
 }
 
+static int may_answer(PGconn *conn);
+
+/* drop_stale deallocates the kept statements the program has not prepared
+ * in this lease, before SQL of its that prepares or deallocates: a fresh
+ * session has none of them, so its SQL PREPARE of such a name must not
+ * fail with 42P05 (outside a transaction block only: inside one a failure
+ * would abort the program's transaction). */
+static void drop_stale(PGconn *conn) {
+    if (PQtransactionStatus(conn) != PQTRANS_IDLE || !may_answer(conn))
+        return;
+    char *sql = tether__preload_table_prep_stale(conn);
+    if (!sql)
+        return;
+    tether__preload_passing++; /* libpq's PQexec calls PQsendQuery */
+    PQclear(tether__preload_real.exec(conn, sql));
+    tether__preload_passing--;
+    free(sql);
+}
+
 /* watch: a statement that may make a custom setting marks its pooled
  * PGconn to be closed at PQfinish; any that may change the session, to be
  * reset at its give-back (scan.c). */
@@ -242,8 +261,10 @@ static void watch(PGconn *conn, const char *sql) {
         tether__preload_table_taint(
             conn, "a custom setting (SET a.b, set_config) was "
                   "made on it");
-    if (tether__preload_sql_touches_prepared(sql))
+    if (tether__preload_sql_touches_prepared(sql)) {
+        drop_stale(conn);
         tether__preload_table_prep_unknown(conn); /* prep.c */
+    }
 }
 
 /* may_answer: conn can take a statement of the preload's own now (no

@@ -287,6 +287,15 @@ static int unchanged(PGconn *pg, const tether__preload_slot *s) {
            PQtransactionStatus(pg) == PQTRANS_IDLE;
 }
 
+/* reset_query: the configured reset; with prepared statements kept but
+ * none on this connection, DISCARD ALL (one command where the reset that
+ * keeps them is eight). */
+static const char *reset_query(const tether__preload_slot *s) {
+    return s->pool->keep_prepared && !s->prep
+               ? "DISCARD ALL"
+               : tether__preload_config_get()->reset;
+}
+
 int tether__preload_pool_finish(PGconn *pg) {
     tether__preload_slot s;
     switch (tether__preload_table_finish(pg, &s)) {
@@ -315,8 +324,7 @@ int tether__preload_pool_finish(PGconn *pg) {
     } else {
         int rc =
             s.pool->own_reset
-                ? tether__preload_giveback(pg, s.lease, s.pool,
-                                           tether__preload_config_get()->reset)
+                ? tether__preload_giveback(pg, s.lease, s.pool, reset_query(&s))
                 : 1;
         if (rc > 0)
             tether_lease_release(s.lease); /* rollback, reset query, close */

@@ -93,7 +93,7 @@ typedef struct tether__preload_config {
     const char *reset; /* TETHER_PRELOAD_RESET_QUERY, default DISCARD ALL
                           (TETHER__PRELOAD_RESET_KEEP when keep_prepared);
                           "" for none */
-    int keep_prepared; /* TETHER_PRELOAD_KEEP_PREPARED=on (and no reset
+    int keep_prepared; /* TETHER_PRELOAD_KEEP_PREPARED, default on (and no reset
                           query named): prepared statements stay */
     const char *match; /* TETHER_PRELOAD_MATCH, default "*" */
     int reset_always;  /* TETHER_PRELOAD_RESET_ALWAYS=on: a give-back is
@@ -274,6 +274,15 @@ int tether__preload_prep_find(const tether__preload_prep *list,
 int tether__preload_prep_add(tether__preload_prep **list, const char *name,
                              const char *query, int n, const Oid *types);
 void tether__preload_prep_drop(tether__preload_prep **list, const char *name);
+/* tether__preload_prep_mark sets name's (NULL: every statement's) mark of
+ * use in the current lease. */
+void tether__preload_prep_mark(tether__preload_prep *list, const char *name,
+                               int used);
+/* tether__preload_prep_take_stale drops from list the statements the
+ * program has not prepared in this lease and returns the SQL that
+ * deallocates them on pg ("DEALLOCATE a; ...", malloc'd), or NULL when
+ * there are none. */
+char *tether__preload_prep_take_stale(tether__preload_prep **list, PGconn *pg);
 void tether__preload_prep_free(tether__preload_prep **list);
 /* tether__preload_sql_touches_prepared: sql may prepare, deallocate or
  * discard statements (the words PREPARE, DEALLOCATE, DISCARD). */
@@ -335,6 +344,9 @@ void tether__preload_table_prep_set(PGconn *pg, const char *name,
 /* tether__preload_table_prep_unknown: a leased pg's list can no longer be
  * trusted: emptied, and the give-back deallocates everything. */
 void tether__preload_table_prep_unknown(PGconn *pg);
+/* tether__preload_table_prep_stale: for a leased pg whose statements are
+ * kept, tether__preload_prep_take_stale on its list (NULL otherwise). */
+char *tether__preload_table_prep_stale(PGconn *pg);
 /* tether__preload_table_dirty: a leased pg ran something that may have
  * changed its session: its give-back runs the reset query. */
 void tether__preload_table_dirty(PGconn *pg);

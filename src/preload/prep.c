@@ -19,6 +19,7 @@ struct tether__preload_prep {
     char *name, *query;
     int n;
     Oid *types; /* n entries, or NULL when n is 0 or none were given */
+    int used;   /* prepared by the program in this lease */
     struct tether__preload_prep *next;
 };
 
@@ -87,9 +88,38 @@ int tether__preload_prep_add(tether__preload_prep **list, const char *name,
         }
         return -1;
     }
+    p->used = 1;
     p->next = *list;
     *list = p;
     return 0;
+}
+
+void tether__preload_prep_mark(tether__preload_prep *list, const char *name,
+                               int used) {
+    for (tether__preload_prep *p = list; p; p = p->next)
+        if (!name || !strcmp(p->name, name))
+            p->used = used;
+}
+
+char *tether__preload_prep_take_stale(tether__preload_prep **list, PGconn *pg) {
+    tether__preload_sb b = {NULL, 0, 0, 1};
+    for (tether__preload_prep **pp = list; *pp;) {
+        if ((*pp)->used) {
+            pp = &(*pp)->next;
+            continue;
+        }
+        char *id = PQescapeIdentifier(pg, (*pp)->name, strlen((*pp)->name));
+        if (!id) { /* out of memory: the statement stays */
+            pp = &(*pp)->next;
+            continue;
+        }
+        tether__preload_sb_str(&b, "DEALLOCATE ");
+        tether__preload_sb_str(&b, id);
+        tether__preload_sb_str(&b, "; ");
+        PQfreemem(id);
+        tether__preload_prep_drop(pp, (*pp)->name);
+    }
+    return b.n ? tether__preload_sb_done(&b) : (free(b.s), NULL);
 }
 
 static int ident_char(char ch) {

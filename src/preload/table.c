@@ -67,6 +67,7 @@ int64_t tether__preload_table_lease(PGconn *pg, tether_lease *lease,
     }
     if (n) { /* out of memory: untracked, PQfinish then closes it for real */
         tether__preload_prep *prep = n->slot.prep; /* kept across leases */
+        tether__preload_prep_mark(prep, NULL, 0);
         n->slot = (tether__preload_slot){
             pg,   lease, pool, asked, settings, TETHER__PRELOAD_LEASED,
             NULL, rx,    born, 0,     prep,     0,
@@ -177,8 +178,21 @@ int tether__preload_table_prep(PGconn *pg, const char *name, const char *query,
                 !nd->slot.pool->keep_prepared
             ? -1
             : tether__preload_prep_find(nd->slot.prep, name, query, n, types);
+    if (rc == TETHER__PRELOAD_PREP_SAME) /* the program has it, as asked */
+        tether__preload_prep_mark(nd->slot.prep, name, 1);
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+char *tether__preload_table_prep_stale(PGconn *pg) {
+    pthread_mutex_lock(&lock);
+    node *nd = leased_node(pg);
+    char *sql = nd && !nd->slot.prep_unknown && nd->slot.pool &&
+                        nd->slot.pool->keep_prepared
+                    ? tether__preload_prep_take_stale(&nd->slot.prep, pg)
+                    : NULL;
+    pthread_mutex_unlock(&lock);
+    return sql;
 }
 
 void tether__preload_table_prep_set(PGconn *pg, const char *name,

@@ -30,6 +30,8 @@
  *                                      ones that may change the session,
  *                                      each read by the next connect; and
  *                                      whether the give-back ran the reset
+ *                                      (a prepare whose statement is not
+ *                                      kept: it names a function)
  *
  * CI is the program's connection string (CI for envcred carries no user
  * or password: they come from PGUSER and PGPASSWORD); ADMIN a superuser's.
@@ -421,9 +423,26 @@ static int cmd_prepared(const char *ci) {
     prep_run(pg, "s1", "SELECT $1::int + 100", "1", 0, v[6], sizeof(v[6]));
     must(pg, "COMMIT");
     PQfinish(pg);
-    printf("result: same=%s+%s other=%s sql=%s again=%s send=%s/%s txn=%s\n",
-           v[0], v[1], v[2], v[3], v[4], v[5], t, v[6]);
-    printf("measure: kept=%s\n", kept);
+    /* A name an earlier connect prepared with PQprepare, prepared now with
+     * SQL PREPARE: a fresh session has no such statement, so it runs. */
+    pg = must_connect(ci, NULL);
+    int pid = PQbackendPID(pg);
+    char t8[64];
+    prep_run(pg, "s8", "SELECT $1::int * 8", "1", 0, t8, sizeof(t8));
+    PQfinish(pg);
+    pg = must_connect(ci, NULL);
+    char mix[64] = "error";
+    int same_backend = PQbackendPID(pg) == pid;
+    PGresult *r = PQexec(pg, "PREPARE s8 AS SELECT 88");
+    if (PQresultStatus(r) == PGRES_COMMAND_OK)
+        value(pg, "EXECUTE s8", mix, sizeof(mix));
+    PQclear(r);
+    PQfinish(pg);
+    printf("result: same=%s+%s other=%s sql=%s again=%s send=%s/%s txn=%s "
+           "mix=%s\n",
+           v[0], v[1], v[2], v[3], v[4], v[5], t, v[6], mix);
+    printf("measure: kept=%s mix_same_backend=%s\n", kept,
+           same_backend ? "yes" : "no");
     return 0;
 }
 
@@ -468,7 +487,7 @@ static int cmd_clean(const char *ci, const char *adm) {
         {"two", "SELECT 1; SET work_mem = '2345kB'", "SHOW work_mem"},
         {"txn", "BEGIN ISOLATION LEVEL SERIALIZABLE",
          "SHOW transaction_isolation"},
-        {"prepare", "SELECT $1::int AS clean_p",
+        {"prepare", "SELECT length($1::text) AS clean_p",
          "SELECT count(*) FROM pg_prepared_statements"},
     };
     char v[64], resets[256] = "";

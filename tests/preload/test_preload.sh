@@ -232,18 +232,24 @@ both conninfo -- conninfo "host=$PGC_HOST,$PGC_HOST port=$PRIMARY_PORT,$PRIMARY_
 # sessions, and a statement prepared again with the same text is answered
 # without the server.
 both prepared TETHER_PRELOAD_KEEP_PREPARED=on -- prepared "$ci"
-grep -q 'result: same=42+2 other=40 sql=7 again=8 send=0/9 txn=101' "$work/prepared.preload" &&
-  check "prepared: same text, another text, SQL PREPARE, PQsendPrepare, in a transaction" ||
+grep -q 'result: same=42+2 other=40 sql=7 again=8 send=0/9 txn=101 mix=88' "$work/prepared.preload" &&
+  check "prepared: same text, another text, SQL PREPARE, PQsendPrepare, in a transaction, SQL PREPARE of a kept name" ||
   fail "prepared: $(results prepared.preload)"
 grep -q 'measure: kept=yes' "$work/prepared.preload" &&
   check "prepared: the same statement again was not sent to the server" ||
   fail "prepared: the same statement was prepared again on the server"
 grep -q 'measure: kept=no' "$work/prepared.plain" ||
   fail "prepared: the plain run's statement was older than its connect (the check proves nothing)"
-# Without TETHER_PRELOAD_KEEP_PREPARED (the default), the reset deallocates.
+grep -q 'mix_same_backend=yes' "$work/prepared.preload" ||
+  fail "prepared: the SQL PREPARE of a kept name ran on another backend (the check proves nothing)"
+# Kept by default; with TETHER_PRELOAD_KEEP_PREPARED=off the reset
+# deallocates.
 both prepared_default -- prepared "$ci"
-grep -q 'measure: kept=no' "$work/prepared_default.preload" ||
-  fail "prepared: kept by default, without TETHER_PRELOAD_KEEP_PREPARED"
+grep -q 'measure: kept=yes' "$work/prepared_default.preload" ||
+  fail "prepared: not kept by default"
+both prepared_off TETHER_PRELOAD_KEEP_PREPARED=off -- prepared "$ci"
+grep -q 'measure: kept=no' "$work/prepared_off.preload" ||
+  fail "prepared: kept with TETHER_PRELOAD_KEEP_PREPARED=off"
 # A give-back without a reset: a connect that ran only statements that
 # change nothing is not reset; a function call (a session's advisory
 # lock), INTO, a second statement,

@@ -96,7 +96,7 @@ static void test_prepare_defaults(void **state) {
      * pool's own reset only rolls back. */
     assert_non_null(strstr(c.pooled, "tether_reset_query=''"));
     assert_int_equal(c.own_reset, 1);
-    assert_int_equal(c.keep_prepared, 0); /* TETHER_PRELOAD_KEEP_PREPARED */
+    assert_int_equal(c.keep_prepared, 1); /* TETHER_PRELOAD_KEEP_PREPARED */
     assert_non_null(strstr(c.pooled, "tether_acquire_timeout='30s'"));
     assert_non_null(strstr(c.pooled, "password='" PW "'"));
     assert_null(strstr(c.display, PW));
