@@ -91,8 +91,86 @@ static int add_dbname(sbuf *b, const char *val, int expand) {
     return 0;
 }
 
-char *tether__preload_conn_from_params(const char *const *keys,
-                                       const char *const *vals, int expand) {
+static char *dup_or_null(const char *s, int *failed) {
+    char *d = s ? strdup(s) : NULL;
+    *failed |= s && !d;
+    return d;
+}
+
+/* ---- the last arrays rendered, per thread -------------------------------
+ * A program that connects with PQconnectdbParams passes the same arrays
+ * every time: their string is kept and handed out again while each key and
+ * value is the same. */
+
+typedef struct params_memo {
+    size_t n;
+    char **kv; /* key 0, value 0, key 1, ... (values NULL as given) */
+    int expand;
+    char *out;
+} params_memo;
+
+static pthread_key_t params_key;
+static pthread_once_t params_once = PTHREAD_ONCE_INIT;
+static int params_ok;
+
+static void params_free(void *v) {
+    params_memo *m = v;
+    if (!m)
+        return;
+    for (size_t i = 0; i < 2 * m->n; i++)
+        free(m->kv[i]);
+    free(m->kv);
+    free(m->out);
+    free(m);
+}
+
+static void params_init(void) {
+    params_ok = pthread_key_create(&params_key, params_free) == 0;
+}
+
+static int same_str(const char *a, const char *b) {
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+/* params_hit: the thread's last arrays were keys, vals, expand. */
+static const params_memo *params_hit(const char *const *keys,
+                                     const char *const *vals, int expand) {
+    pthread_once(&params_once, params_init);
+    const params_memo *m = params_ok ? pthread_getspecific(params_key) : NULL;
+    if (!m || m->expand != expand)
+        return NULL;
+    size_t i = 0;
+    for (; keys && keys[i] && i < m->n; i++)
+        if (!same_str(keys[i], m->kv[2 * i]) ||
+            !same_str(vals[i], m->kv[2 * i + 1]))
+            return NULL;
+    return (!keys || !keys[i]) && i == m->n ? m : NULL;
+}
+
+static void params_keep(const char *const *keys, const char *const *vals,
+                        int expand, const char *out) {
+    size_t n = 0;
+    while (keys && keys[n])
+        n++;
+    params_memo *m = params_ok ? calloc(1, sizeof(*m)) : NULL;
+    int failed = !m || !(m->kv = calloc(2 * n + 1, sizeof(char *)));
+    for (size_t i = 0; !failed && i < n; i++) {
+        m->kv[2 * i] = dup_or_null(keys[i], &failed);
+        m->kv[2 * i + 1] = dup_or_null(vals[i], &failed);
+    }
+    if (m) {
+        m->n = n;
+        m->expand = expand;
+        m->out = dup_or_null(out, &failed);
+    }
+    if (failed || pthread_setspecific(params_key, m) != 0) {
+        params_free(m);
+        return;
+    }
+}
+
+static char *render_params(const char *const *keys, const char *const *vals,
+                           int expand) {
     sbuf b = {NULL, 0, 0, 1};
     for (size_t i = 0; keys && keys[i]; i++) {
         if (!vals[i] || !*vals[i])
@@ -107,6 +185,21 @@ char *tether__preload_conn_from_params(const char *const *keys,
         }
     }
     return sb_done(&b);
+}
+
+char *tether__preload_conn_from_params(const char *const *keys,
+                                       const char *const *vals, int expand) {
+    const params_memo *m = params_hit(keys, vals, expand);
+    if (m)
+        return strdup(m->out);
+    char *out = render_params(keys, vals, expand);
+    if (out) {
+        void *old = params_ok ? pthread_getspecific(params_key) : NULL;
+        params_keep(keys, vals, expand, out);
+        if (old && old != pthread_getspecific(params_key))
+            params_free(old);
+    }
+    return out;
 }
 
 char *tether__preload_conn_from_setdb(const char *host, const char *port,
@@ -401,12 +494,6 @@ static char *env_sig(size_t *len) {
             sb_put(&b, *e, strlen(*e) + 1);
     *len = b.n;
     return sb_done(&b);
-}
-
-static char *dup_or_null(const char *s, int *failed) {
-    char *d = s ? strdup(s) : NULL;
-    *failed |= s && !d;
-    return d;
 }
 
 /* conn_copy: dst gets its own copy of src; -1 when out of memory. */

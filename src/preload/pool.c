@@ -75,9 +75,8 @@ static void checkout(PGconn *pg) {
  * NULL), learnt from the first pooled PGconn, before any program saw it. */
 static PQnoticeProcessor default_processor;
 
-static void learn_processor(PGconn *pg) {
-    if (tether__preload_table_state(pg) == TETHER__PRELOAD_NONE &&
-        !__atomic_load_n(&default_processor, __ATOMIC_ACQUIRE))
+static void learn_processor(PGconn *pg, int fresh) {
+    if (fresh && !__atomic_load_n(&default_processor, __ATOMIC_ACQUIRE))
         __atomic_store_n(&default_processor,
                          PQsetNoticeProcessor(pg, NULL, NULL),
                          __ATOMIC_RELEASE);
@@ -193,9 +192,9 @@ static PGconn *lease_fresh(tether__preload_pool *p,
             return NULL;
         }
         PGconn *pg = tether_pq_conn(l);
-        learn_processor(pg);
-        char *asked = strdup(c->asked);
         int fresh = tether__preload_table_state(pg) == TETHER__PRELOAD_NONE;
+        learn_processor(pg, fresh);
+        char *asked = strdup(c->asked);
         int64_t born = tether__preload_table_lease(
             pg, l, PQsetNoticeReceiver(pg, NULL, NULL), p, asked);
         const char *why = checkout_check(p, pg, c, fresh, born);

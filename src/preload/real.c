@@ -52,8 +52,13 @@ static void resolve(void) {
     *(void **)&tether__preload_real.fn = sym("PQfn");
 }
 
+static int resolved; /* __atomic_*: resolve has run */
+
 int tether__preload_real_resolve(void) {
+    if (__builtin_expect(__atomic_load_n(&resolved, __ATOMIC_ACQUIRE), 1))
+        return resolve_rc;
     pthread_once(&resolve_once, resolve);
+    __atomic_store_n(&resolved, 1, __ATOMIC_RELEASE);
     return resolve_rc;
 }
 

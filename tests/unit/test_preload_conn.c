@@ -279,6 +279,33 @@ static void test_memo_environment(void **state) {
     tether__preload_conn_free(&a);
 }
 
+/* The arrays' string is kept per thread and rendered again when a key or
+ * a value changes (a value changed in place too). */
+static void test_params_memo(void **state) {
+    (void)state;
+    char host[] = "h1";
+    const char *k[] = {"host", "dbname", "user", NULL};
+    const char *v[] = {host, "app", NULL, NULL};
+    char *a = tether__preload_conn_from_params(k, v, 0);
+    char *b = tether__preload_conn_from_params(k, v, 0);
+    assert_string_equal(a, "host='h1' dbname='app'");
+    assert_string_equal(a, b);
+    free(b);
+    host[1] = '2'; /* the same array, another value */
+    b = tether__preload_conn_from_params(k, v, 0);
+    assert_string_equal(b, "host='h2' dbname='app'");
+    free(b);
+    v[2] = "u";
+    b = tether__preload_conn_from_params(k, v, 0);
+    assert_string_equal(b, "host='h2' dbname='app' user='u'");
+    free(b);
+    k[2] = NULL; /* fewer keys */
+    b = tether__preload_conn_from_params(k, v, 0);
+    assert_string_equal(b, "host='h2' dbname='app'");
+    free(b);
+    free(a);
+}
+
 int main(void) {
     setenv("TETHER_PRELOAD_POOL_MAX", "7", 1);
     setenv("TETHER_PRELOAD_MATCH", "*dbname='app'*|*dbname='other'*", 1);
@@ -296,6 +323,7 @@ int main(void) {
         cmocka_unit_test(test_scan_custom),
         cmocka_unit_test(test_scan_clean),
         cmocka_unit_test(test_memo_environment),
+        cmocka_unit_test(test_params_memo),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
