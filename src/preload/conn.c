@@ -97,21 +97,60 @@ static char *dup_or_null(const char *s, int *failed) {
     return d;
 }
 
+/* ---- what a thread keeps of its last connect ----------------------------
+ * (below: the string of its last PQconnectdbParams arrays, and its last
+ * pooled string's outcome), under one thread-specific key. */
+
+typedef struct params_memo params_memo;
+typedef struct memo memo;
+static void params_free(void *v);
+static void memo_free(void *v);
+
+typedef struct kept {
+    params_memo *params;
+    memo *conn;
+} kept;
+
+static pthread_key_t kept_key;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+static int kept_ok;
+
+static void kept_free(void *v) {
+    kept *k = v;
+    if (!k)
+        return;
+    params_free(k->params);
+    memo_free(k->conn);
+    free(k);
+}
+
+static void kept_init(void) {
+    kept_ok = pthread_key_create(&kept_key, kept_free) == 0;
+}
+
+/* kept_get returns the thread's record (made when make), or NULL. */
+static kept *kept_get(int make) {
+    pthread_once(&kept_once, kept_init);
+    kept *k = kept_ok ? pthread_getspecific(kept_key) : NULL;
+    if (!k && make && kept_ok && (k = calloc(1, sizeof(*k))) != NULL &&
+        pthread_setspecific(kept_key, k) != 0) {
+        free(k);
+        k = NULL;
+    }
+    return k;
+}
+
 /* ---- the last arrays rendered, per thread -------------------------------
  * A program that connects with PQconnectdbParams passes the same arrays
  * every time: their string is kept and handed out again while each key and
  * value is the same. */
 
-typedef struct params_memo {
+struct params_memo {
     size_t n;
     char **kv; /* key 0, value 0, key 1, ... (values NULL as given) */
     int expand;
     char *out;
-} params_memo;
-
-static pthread_key_t params_key;
-static pthread_once_t params_once = PTHREAD_ONCE_INIT;
-static int params_ok;
+};
 
 static void params_free(void *v) {
     params_memo *m = v;
@@ -124,10 +163,6 @@ static void params_free(void *v) {
     free(m);
 }
 
-static void params_init(void) {
-    params_ok = pthread_key_create(&params_key, params_free) == 0;
-}
-
 static int same_str(const char *a, const char *b) {
     return a == b || (a && b && !strcmp(a, b));
 }
@@ -135,8 +170,8 @@ static int same_str(const char *a, const char *b) {
 /* params_hit: the thread's last arrays were keys, vals, expand. */
 static const params_memo *params_hit(const char *const *keys,
                                      const char *const *vals, int expand) {
-    pthread_once(&params_once, params_init);
-    const params_memo *m = params_ok ? pthread_getspecific(params_key) : NULL;
+    const kept *k = kept_get(0);
+    const params_memo *m = k ? k->params : NULL;
     if (!m || m->expand != expand)
         return NULL;
     size_t i = 0;
@@ -152,7 +187,8 @@ static void params_keep(const char *const *keys, const char *const *vals,
     size_t n = 0;
     while (keys && keys[n])
         n++;
-    params_memo *m = params_ok ? calloc(1, sizeof(*m)) : NULL;
+    kept *k = kept_get(1);
+    params_memo *m = k ? calloc(1, sizeof(*m)) : NULL;
     int failed = !m || !(m->kv = calloc(2 * n + 1, sizeof(char *)));
     for (size_t i = 0; !failed && i < n; i++) {
         m->kv[2 * i] = dup_or_null(keys[i], &failed);
@@ -163,10 +199,12 @@ static void params_keep(const char *const *keys, const char *const *vals,
         m->expand = expand;
         m->out = dup_or_null(out, &failed);
     }
-    if (failed || pthread_setspecific(params_key, m) != 0) {
+    if (failed) {
         params_free(m);
         return;
     }
+    params_free(k->params);
+    k->params = m;
 }
 
 static char *render_params(const char *const *keys, const char *const *vals,
@@ -193,12 +231,8 @@ char *tether__preload_conn_from_params(const char *const *keys,
     if (m)
         return strdup(m->out);
     char *out = render_params(keys, vals, expand);
-    if (out) {
-        void *old = params_ok ? pthread_getspecific(params_key) : NULL;
+    if (out)
         params_keep(keys, vals, expand, out);
-        if (old && old != pthread_getspecific(params_key))
-            params_free(old);
-    }
     return out;
 }
 
@@ -443,17 +477,13 @@ static int prepare(const char *conninfo, tether__preload_conn *c, int *again,
 
 extern char **environ;
 
-typedef struct memo {
+struct memo {
     char *conninfo;
     char *env; /* each PG entry of environ, with its NUL, in order */
     size_t env_len;
     uid_t euid; /* -1: the outcome does not depend on it */
     tether__preload_conn c;
-} memo;
-
-static pthread_key_t memo_key;
-static pthread_once_t memo_once = PTHREAD_ONCE_INIT;
-static int memo_ok;
+};
 
 static void memo_free(void *v) {
     memo *m = v;
@@ -463,10 +493,6 @@ static void memo_free(void *v) {
     free(m->env);
     tether__preload_conn_free(&m->c);
     free(m);
-}
-
-static void memo_init(void) {
-    memo_ok = pthread_key_create(&memo_key, memo_free) == 0;
 }
 
 static int is_pg(const char *e) {
@@ -515,24 +541,22 @@ static int conn_copy(tether__preload_conn *dst,
 }
 
 static memo *memo_get(void) {
-    pthread_once(&memo_once, memo_init);
-    return memo_ok ? pthread_getspecific(memo_key) : NULL;
+    kept *k = kept_get(0);
+    return k ? k->conn : NULL;
 }
 
 static void memo_keep(const char *conninfo, const tether__preload_conn *c,
                       int os_user) {
-    if (!memo_ok)
-        return;
-    memo *m = calloc(1, sizeof(*m));
+    kept *k = kept_get(1);
+    memo *m = k ? calloc(1, sizeof(*m)) : NULL;
     if (!m || !(m->conninfo = strdup(conninfo)) ||
         !(m->env = env_sig(&m->env_len)) || conn_copy(&m->c, c) != 0) {
         memo_free(m);
         return;
     }
     m->euid = os_user ? geteuid() : (uid_t)-1;
-    memo_free(pthread_getspecific(memo_key));
-    if (pthread_setspecific(memo_key, m) != 0)
-        memo_free(m);
+    memo_free(k->conn);
+    k->conn = m;
 }
 
 const tether__preload_conn *
