@@ -655,10 +655,12 @@ static void judge_back(fault_rec *fr, int64_t now) {
 /* Whether every pool's writes after fr are back, or late already. */
 static int writes_back_due(fault_rec *fr, int64_t now) {
     int64_t back = atomic_load(&fr->back_ms);
-    for (int k = 0; k < DEMO_POOLS; k++)
-        if (!check_back_due(&fr->wb[k], back, now))
-            return 0;
-    return 1;
+    int due = 1;
+    for (int k = 0; k < DEMO_POOLS; k++) {
+        check_back_caught(&fr->wb[k], &D.watch[k], now);
+        due &= check_back_due(&fr->wb[k], back, now);
+    }
+    return due;
 }
 
 /* Wait until writes are back in every pool after fr's server returned,
@@ -1081,6 +1083,7 @@ static void back_json(const fault_rec *fr) {
                back ? tether_breaker_state_name(b->state) : "",
                (long long)(back ? b->period_end_ms - back : -1),
                !back                             ? ""
+               : b->caught_opened                ? "caught"
                : b->state != TETHER_BREAKER_OPEN ? "none"
                                                  : "metrics",
                (long long)(back ? check_back_allowance_ms(b, back) : -1),
@@ -1457,7 +1460,8 @@ static void on_connect_event(void *ctx, const tether_connect_event *ev) {
     if (f < 0 || !atomic_load(&D.faults[f].back_ms) ||
         atomic_load(&D.faults[f].wb[k].first_write_ms))
         return;
-    check_back_event(&D.faults[f].wb[k], ev);
+    check_back_event(&D.faults[f].wb[k], ev, now_ms(),
+                     atomic_load(&D.faults[f].back_ms));
 }
 
 /* Open a pool of size max for application_name app, its settings shown

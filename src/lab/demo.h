@@ -44,6 +44,11 @@ typedef struct fault_back {
     atomic_int_fast64_t min_budget, max_budget; /* of the attempts; -1 */
     int64_t pause_left_ms; /* a connector's pause between passes in force at
                               the return: how much of it was left (0 none) */
+    /* A connect attempt begun in the outage that timed out after the return
+     * (its whole budget began before it): when (0 none), and whether the
+     * breaker's period it opened was read into period_end_ms yet. */
+    atomic_int_fast64_t caught_ms;
+    int caught_read, caught_opened;
 } fault_back;
 
 /* One second of the timeline. */
@@ -140,9 +145,15 @@ typedef struct pool_watch {
 /* check_watch_init readies w for pool p. */
 void check_watch_init(pool_watch *w, const char *name, tether_pool *p);
 
-/* check_back_event counts a connect event ev of b's pool (once its server
- * is back, until its first write). */
-void check_back_event(fault_back *b, const tether_connect_event *ev);
+/* check_back_event counts a connect event ev of b's pool at now_ms (once
+ * its server is back at back_ms, until its first write). */
+void check_back_event(fault_back *b, const tether_connect_event *ev,
+                      int64_t now_ms, int64_t back_ms);
+
+/* check_back_caught, at now_ms, extends b's pacing by the breaker period of
+ * w's pool that a connect caught in the outage opened when it timed out
+ * after the return (docs/failures.md, "Writes back after a fault"). */
+void check_back_caught(fault_back *b, pool_watch *w, int64_t now_ms);
 
 /* check_watch_event notes a connect event of w's pool at now_ms (its
  * pauses between passes). */

@@ -195,6 +195,10 @@ void check_totals(check_report *r, const sec_stats *secs, int nsecs) {
 
 static void keep_max(atomic_int_fast64_t *v, int64_t x);
 
+/* How long after a caught connect's timeout its pool may take to record
+ * the failure in its breaker (the connector's other hosts first). */
+#define CAUGHT_RECORD_MS 1000
+
 /* The pacing in force when the server came back: the breaker's period
  * (tether_pool_metrics.breaker_blocked_ms while it is open; a half-open
  * breaker's probe is connecting, and passes over the hosts every 100 to
@@ -222,6 +226,8 @@ void check_back_start(fault_back *b, pool_watch *w, int64_t back_ms) {
     b->state = m.breaker_state;
     atomic_store(&b->min_budget, -1);
     atomic_store(&b->max_budget, -1);
+    atomic_store(&b->caught_ms, 0);
+    b->caught_read = b->caught_opened = 0;
     b->period_end_ms = back_ms;
     if (b->state == TETHER_BREAKER_OPEN)
         b->period_end_ms += m.breaker_blocked_ms;
@@ -259,7 +265,33 @@ static void keep_max(atomic_int_fast64_t *v, int64_t x) {
         ;
 }
 
-void check_back_event(fault_back *b, const tether_connect_event *ev) {
+void check_back_caught(fault_back *b, pool_watch *w, int64_t now_ms) {
+    int64_t caught = atomic_load(&b->caught_ms);
+    if (!caught || b->caught_read)
+        return;
+    tether_pool_metrics m;
+    tether_pool_metrics_get(w->pool, &m);
+    if (m.breaker_state == TETHER_BREAKER_OPEN) {
+        if (now_ms + m.breaker_blocked_ms > b->period_end_ms)
+            b->period_end_ms = now_ms + m.breaker_blocked_ms;
+        b->caught_read = b->caught_opened = 1;
+    } else if (now_ms - caught > CAUGHT_RECORD_MS) {
+        b->caught_read = 1; /* it opened nothing */
+    }
+}
+
+/* A connect attempt that timed out at now_ms with its whole budget begun
+ * before the server's return at back_ms was caught in the outage. */
+static void note_caught(fault_back *b, const tether_connect_event *ev,
+                        int64_t now_ms, int64_t back_ms) {
+    int_fast64_t none = 0;
+    if (ev->code == TETHER_ETIMEDOUT && ev->budget_ms >= 0 &&
+        now_ms - ev->budget_ms < back_ms)
+        atomic_compare_exchange_strong(&b->caught_ms, &none, now_ms);
+}
+
+void check_back_event(fault_back *b, const tether_connect_event *ev,
+                      int64_t now_ms, int64_t back_ms) {
     switch (ev->phase) {
     case TETHER_PHASE_PAUSE:
         atomic_fetch_add(&b->pause_ms, ev->delay_ms);
@@ -269,6 +301,7 @@ void check_back_event(fault_back *b, const tether_connect_event *ev) {
         return;
     case TETHER_PHASE_FAIL:
         atomic_fetch_add(&b->failed, 1);
+        note_caught(b, ev, now_ms, back_ms);
         break;
     case TETHER_PHASE_ROLE:
         atomic_fetch_add(&b->wrong_role, 1);
