@@ -159,6 +159,12 @@ void tether__ticker_fork_child(void);
  * also for code that must use real time whatever clock it was given). */
 int64_t tether__mono_ns(void);
 
+/* tether__attempt_began_ns is, while a retry's first attempt on the fast
+ * path runs on this thread, when it began (CLOCK_MONOTONIC ns), read
+ * precisely for a short limit; -1 otherwise. tether_pool_run counts its
+ * statements' default deadline from it, saving a clock read. */
+extern TETHER__TLS int64_t tether__attempt_began_ns;
+
 /* tether__coarse_ms reads CLOCK_MONOTONIC_COARSE in ms. */
 int64_t tether__coarse_ms(void);
 

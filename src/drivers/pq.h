@@ -53,6 +53,15 @@ typedef struct tether__pq_conn {
 
     int pipe_syncs; /* pipeline syncs sent whose results are not yet read */
 
+    /* Waits with a deadline (tether__pq_wait): an epoll set holding the
+     * socket and a timerfd, made at the first such wait (0: not yet, -1:
+     * could not, else the set's fd + 1); the timer's expiry (mono ns, 0:
+     * disarmed or fired) and the socket's events in the set. */
+    int waitset;
+    int timerfd;
+    int64_t armed_ns;
+    unsigned wait_events;
+
     /* Declared statements prepared here (pq_prep.c): ids, least recently
      * used first out. */
     struct {
@@ -82,19 +91,24 @@ void tether__pq_stmt_released(tether__pq_conn *c, int reset);
  * before its reset after a drain (discarded after a cancel). */
 void tether__pq_stmt_closed(tether__pq_conn *c);
 
+/* tether__pq_wait waits until c's socket is ready for events (POLLIN,
+ * POLLOUT) or until deadline_ns (mono, -1: none): 1 ready, 0 the deadline
+ * passed, -1 an error (errno), -2 interrupted (go round). now_ns: the
+ * clock read a moment ago (before the statement's send), or -1. */
+int tether__pq_wait(tether__pq_conn *c, short events, int64_t deadline_ns,
+                    int64_t now_ns);
+
 /* The caller's side of a statement (pq_stmt.c), shared with pq_prep.c:
  * find c by its PGconn; check it can take a statement (and whether a
  * transaction block is open); a deadline (mono ns, -1 none) from a
  * timeout_ms counted from now; fill err for a lost connection or for a
- * statement past its deadline (c then drains: docs/statements.md); poll
- * until a deadline (0: it passed, -2: interrupted, go round). */
+ * statement past its deadline (c then drains: docs/statements.md). */
 tether__pq_conn *tether__pq_find(const struct pg_conn *pg);
 int tether__pq_ready(tether__pq_conn *c, int *in_txn, tether_error *err);
 int64_t tether__pq_deadline(int64_t now_ns, int64_t timeout_ms);
 int tether__pq_lost(tether__pq_conn *c, const char *what, tether_error *err);
 int tether__pq_timed_out(tether__pq_conn *c, int64_t start_ns, int in_txn,
                          tether_error *err);
-int tether__pq_poll_until(struct pollfd *fds, int n, int64_t deadline_ns);
 int64_t tether__pq_now_ns(void);
 void tether__pq_count_statement(void);
 void tether__pq_count_prepare(int again); /* again: after a 26000 */

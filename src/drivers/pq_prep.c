@@ -234,19 +234,20 @@ static int collect_round(tether__pq_conn *c, round *rd) {
     return 0;
 }
 
+/* await_round waits for rd's results until deadline (-1: none); now: the
+ * clock read just before the round was sent, or -1. */
 static int await_round(tether__pq_conn *c, round *rd, int64_t start,
-                       int64_t deadline, int in_txn, tether_error *err) {
+                       int64_t now, int64_t deadline, int in_txn,
+                       tether_error *err) {
     for (;;) {
         int pending = PQflush(c->pg);
         if (pending < 0)
             return tether__pq_lost(c, "declared statement", err);
         if (!pending && collect_round(c, rd))
             return 0;
-        struct pollfd pfd = {c->sock, POLLIN, 0};
-        if (pending)
-            pfd.events |= POLLOUT;
-        int rc = deadline < 0 ? poll(&pfd, 1, -1)
-                              : tether__pq_poll_until(&pfd, 1, deadline);
+        int rc = tether__pq_wait(c, pending ? POLLIN | POLLOUT : POLLIN,
+                                 deadline, now);
+        now = -1;
         if (rc == 0)
             return tether__pq_timed_out(c, start, in_txn, err);
         if (rc == -1)
@@ -314,7 +315,8 @@ static int outcome(PGconn *conn, round *rd, PGresult **res, tether_error *err) {
 
 static int exec_round(tether__pq_conn *c, const tether_pq_stmt *stmt,
                       const tether_pq_params *pp, int in_txn, int64_t start,
-                      int64_t deadline, round *rd, tether_error *err) {
+                      int64_t now, int64_t deadline, round *rd,
+                      tether_error *err) {
     memset(rd, 0, sizeof(*rd));
     rd->st = stmt;
     rd->name = stmt->server;
@@ -327,7 +329,7 @@ static int exec_round(tether__pq_conn *c, const tether_pq_stmt *stmt,
     }
     if (send_round(c, rd, pp) != 0)
         return tether__pq_lost(c, "declared statement", err);
-    int rc = await_round(c, rd, start, deadline, in_txn, err);
+    int rc = await_round(c, rd, start, now, deadline, in_txn, err);
     if (rc < 0) {
         /* Timed out: the Prepare went before the Execute, and most likely
          * ran (a prepared statement outlives the transaction it was made
@@ -378,7 +380,8 @@ int tether_pq_exec_prepared(PGconn *conn, const tether_pq_stmt *stmt,
     tether__pq_count_statement();
     round rd;
     for (int i = 0;; i++) {
-        rc = exec_round(c, stmt, pp, in_txn, start, deadline, &rd, err);
+        rc = exec_round(c, stmt, pp, in_txn, start, i ? -1 : start, deadline,
+                        &rd, err);
         if (rc <= 0 || i == 1)
             break;
         round_free(&rd); /* it did not run: once more */

@@ -2,7 +2,8 @@
  * (docs/statements.md).
  *
  * tether_pq_exec sends the statement with libpq's non-blocking API and
- * waits with poll() until its deadline, never longer. At the deadline the
+ * waits until its deadline, never longer (epoll and a timerfd the
+ * connection keeps; "waiting until a deadline" below). At the deadline the
  * caller gets TETHER_ETIMEDOUT at once and the connection is marked
  * draining: its reset on release answers TETHER__EDRAIN, and the pool
  * hands it to a thread of its own, which calls tether__pq_drain. That
@@ -28,7 +29,10 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- counters --------------------------------------------------------- */
@@ -125,9 +129,12 @@ void tether__pq_stmt_cancel_counted(int done) {
     atomic_fetch_add(done ? &n_cancels_sent : &n_cancels_failed, 1);
 }
 
+static void wait_set_close(tether__pq_conn *c);
+
 void tether__pq_stmt_closed(tether__pq_conn *c) {
     if (c->draining || c->drained)
         atomic_fetch_add(&n_discarded, 1);
+    wait_set_close(c);
 }
 
 /* ---- connections by socket ------------------------------------------- */
@@ -184,18 +191,130 @@ int64_t tether__pq_now_ns(void) {
     return clock->now_ns(clock->ctx);
 }
 
-/* poll_until polls fds until deadline_ns (mono): poll()'s result, 0 when
- * the deadline passed. The wait is rounded up to whole milliseconds. */
-int tether__pq_poll_until(struct pollfd *fds, int n, int64_t deadline_ns) {
-    int64_t left = deadline_ns - tether__pq_now_ns();
+/* ---- waiting until a deadline ---------------------------------------- */
+
+/* A statement's wait for the server is bounded by its deadline. poll()
+ * with a timeout arms and cancels a kernel high-resolution timer on every
+ * call, which cost about 1 % of the statements per second on a two-core
+ * machine (docs/statements.md, "The cost of a deadline"). So a connection
+ * that waits with a deadline gets an epoll set holding its socket and a
+ * timerfd: the wait is epoll_wait without a timeout, and the timer is set
+ * again only when it fired before the deadline in force, or when a
+ * deadline comes earlier than the one it is set for. Deadlines mostly
+ * move forward, so the timer is set about once per deadline's length.
+ * Two file descriptors per such connection; when they cannot be had, a
+ * timed poll() does the same. */
+
+/* poll_until is the fallback: a timed poll(), rounded up to whole ms. */
+static int poll_until(int sock, short events, int64_t deadline_ns,
+                      int64_t now_ns) {
+    int64_t left = deadline_ns - (now_ns < 0 ? tether__pq_now_ns() : now_ns);
     if (left <= 0)
         return 0;
     int ms = (int)TETHER__MIN(
         (left + TETHER__NS_PER_MS - 1) / TETHER__NS_PER_MS, (int64_t)1 << 30);
-    int rc = poll(fds, (nfds_t)n, ms);
+    struct pollfd pfd = {sock, events, 0};
+    int rc = poll(&pfd, 1, ms);
     if (rc < 0 && errno == EINTR)
-        return tether__pq_now_ns() >= deadline_ns ? 0 : -2; /* -2: go round */
+        return tether__pq_now_ns() >= deadline_ns ? 0 : -2;
     return rc;
+}
+
+static void wait_set_close(tether__pq_conn *c) {
+    if (c->waitset > 0) {
+        close(c->waitset - 1);
+        close(c->timerfd);
+    }
+    c->waitset = 0;
+}
+
+/* wait_set_make gives c its epoll set: 0, or -1 when it cannot. */
+static int wait_set_make(tether__pq_conn *c) {
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    int tfd = ep < 0
+                  ? -1
+                  : timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    struct epoll_event sev = {EPOLLIN, {.u32 = 0}};
+    struct epoll_event tev = {EPOLLIN, {.u32 = 1}};
+    if (tfd < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, c->sock, &sev) != 0 ||
+        epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &tev) != 0) {
+        if (ep >= 0)
+            close(ep);
+        if (tfd >= 0)
+            close(tfd);
+        c->waitset = -1;
+        return -1;
+    }
+    c->waitset = ep + 1;
+    c->timerfd = tfd;
+    c->armed_ns = 0;
+    c->wait_events = EPOLLIN;
+    return 0;
+}
+
+static int timer_set(tether__pq_conn *c, int64_t at_ns) {
+    struct itimerspec its;
+    memset(&its, 0, sizeof(its));
+    its.it_value.tv_sec = (time_t)(at_ns / 1000000000);
+    its.it_value.tv_nsec = (long)(at_ns % 1000000000);
+    if (timerfd_settime(c->timerfd, TFD_TIMER_ABSTIME, &its, NULL) != 0)
+        return -1;
+    c->armed_ns = at_ns;
+    return 0;
+}
+
+/* wait_set_events makes the socket's entry in the set watch events. */
+static int wait_set_events(tether__pq_conn *c, short events) {
+    unsigned want =
+        (events & POLLIN ? EPOLLIN : 0) | (events & POLLOUT ? EPOLLOUT : 0);
+    if (want == c->wait_events)
+        return 0;
+    struct epoll_event sev = {want, {.u32 = 0}};
+    if (epoll_ctl(c->waitset - 1, EPOLL_CTL_MOD, c->sock, &sev) != 0)
+        return -1;
+    c->wait_events = want;
+    return 0;
+}
+
+int tether__pq_wait(tether__pq_conn *c, short events, int64_t deadline_ns,
+                    int64_t now_ns) {
+    if (deadline_ns < 0) {
+        struct pollfd pfd = {c->sock, events, 0};
+        int rc = poll(&pfd, 1, -1);
+        return rc < 0 && errno == EINTR ? -2 : rc;
+    }
+    if (c->waitset == 0)
+        wait_set_make(c);
+    if (c->waitset < 0)
+        return poll_until(c->sock, events, deadline_ns, now_ns);
+    if (wait_set_events(c, events) != 0 ||
+        ((!c->armed_ns || c->armed_ns > deadline_ns) &&
+         timer_set(c, deadline_ns) != 0))
+        return -1;
+    for (;;) {
+        struct epoll_event ev[2];
+        int n = epoll_wait(c->waitset - 1, ev, 2, -1), ready = 0;
+        if (n < 0)
+            return errno != EINTR                       ? -1
+                   : tether__pq_now_ns() >= deadline_ns ? 0
+                                                        : -2;
+        for (int i = 0; i < n; i++) {
+            if (ev[i].data.u32 == 0) {
+                ready = 1;
+                continue;
+            }
+            uint64_t fired;
+            if (read(c->timerfd, &fired, sizeof(fired)) < 0 && errno != EAGAIN)
+                return -1;
+            c->armed_ns = 0;
+        }
+        if (ready)
+            return 1;
+        if (tether__pq_now_ns() >= deadline_ns)
+            return 0;
+        if (timer_set(c, deadline_ns) != 0) /* set for an earlier one */
+            return -1;
+    }
 }
 
 int tether__pq_lost(tether__pq_conn *c, const char *what, tether_error *err) {
@@ -291,6 +410,7 @@ int tether__pq_timed_out(tether__pq_conn *c, int64_t start_ns, int in_txn,
 /* await waits for the statement's results until deadline_ns (-1: none). */
 static int await(tether__pq_conn *c, int64_t start_ns, int64_t deadline_ns,
                  int in_txn, PGresult **keep, tether_error *err) {
+    int64_t now_ns = start_ns; /* the first wait's: a read saved */
     for (;;) {
         int pending = PQflush(c->pg);
         if (pending < 0)
@@ -303,14 +423,12 @@ static int await(tether__pq_conn *c, int64_t start_ns, int64_t deadline_ns,
                                     "statement on %s: COPY is not supported "
                                     "by tether_pq_exec",
                                     c->label);
-        struct pollfd pfd = {c->sock, POLLIN, 0};
-        if (pending)
-            pfd.events |= POLLOUT;
-        int rc = deadline_ns < 0 ? poll(&pfd, 1, -1)
-                                 : tether__pq_poll_until(&pfd, 1, deadline_ns);
+        int rc = tether__pq_wait(c, pending ? POLLIN | POLLOUT : POLLIN,
+                                 deadline_ns, now_ns);
+        now_ns = -1;
         if (rc == 0)
             return tether__pq_timed_out(c, start_ns, in_txn, err);
-        if (rc == -1 && errno != EINTR)
+        if (rc == -1)
             return tether__pq_lost(c, "statement", err);
         if (rc > 0 && !PQconsumeInput(c->pg))
             return tether__pq_lost(c, "statement", err);

@@ -82,6 +82,7 @@ static unsigned stripe(void) {
 
 /* How many tether_retry_run calls this thread is inside. */
 static TETHER__TLS int run_depth;
+TETHER__TLS int64_t tether__attempt_began_ns = -1;
 
 /* ---- options ----------------------------------------------------------- */
 
@@ -408,6 +409,7 @@ static int attempt(run_state *x) {
     BUMP(x->r, attempts, 1);
     if (a.number > 1) /* the run's start cleared it for the first */
         tether_error_clear(x->err);
+    tether__attempt_began_ns = -1; /* an outer run_fast's is not this one's */
     int rc = x->fn(x->arg, &a, x->err);
     return rc >= 0 ? rc : failed(x, rc);
 }
@@ -599,7 +601,11 @@ TETHER__HOT static int run_fast(run_state *x, tether_retry *r, unsigned flags,
                         -1};
     if (limit >= 0)
         a.deadline_ms = (start + limit * TETHER__NS_PER_MS) / TETHER__NS_PER_MS;
+    tether__attempt_began_ns = limit >= 0 && limit < COARSE_START_MIN_MS
+                                   ? start /* a precise read */
+                                   : -1;
     int rc = fn(arg, &a, err);
+    tether__attempt_began_ns = -1;
     if (rc >= 0) {
         if (r->budget)
             tether_budget_success(r->budget, 0);

@@ -15,11 +15,14 @@ TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
     run_ctx *c = arg;
     tether_pool *p = c->p;
     tether__slot *l = NULL;
-    /* Statements default to the attempt's deadline (docs/statements.md). */
-    int64_t deadline =
-        a->timeout_ms < 0
-            ? -1
-            : tether__mono_ns() + a->timeout_ms * TETHER__NS_PER_MS;
+    /* Statements default to the attempt's deadline (docs/statements.md),
+     * counted from its start when the retry read it precisely. */
+    int64_t began = tether__attempt_began_ns;
+    tether__attempt_began_ns = -1; /* the work's own runs must not see it */
+    int64_t deadline = a->timeout_ms < 0
+                           ? -1
+                           : (began >= 0 ? began : tether__mono_ns()) +
+                                 a->timeout_ms * TETHER__NS_PER_MS;
     int rc = tether__pool_take(p, a->timeout_ms, &l, err, "tether_pool_run", 0);
     if (rc) {
         if (err)

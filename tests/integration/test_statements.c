@@ -12,7 +12,9 @@
  * statement cut by its deadline is rolled back. The server's own
  * statement_timeout (57014) is a timeout that idempotent work retries.
  * Through a faultproxy in blackhole mode the call still returns by its
- * deadline and the connection is closed after the drain bound. Declared
+ * deadline and the connection is closed after the drain bound. A
+ * deadline is kept by a timer a connection keeps between its statements,
+ * or without descriptors to spare by a timed poll(). Declared
  * statements: prepared once per connection, again when the server or a
  * clear lost them; under load (four threads of idempotent work), no error
  * reaches the work through a tether_pool_clear, DEALLOCATE ALL in and out
@@ -31,7 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -795,6 +799,89 @@ static void test_blackhole(void **state) {
     proxy_stop(&px);
 }
 
+/* exec_on runs sql on l within timeout_ms: its code. */
+static int exec_on(tether_lease *l, const char *sql, int64_t timeout_ms) {
+    PGresult *r = NULL;
+    tether_error err = {0};
+    int rc = tether_pq_exec(tether_pq_conn(l), sql, timeout_ms, &r, &err);
+    if (rc)
+        print_message("%s: %s: %s\n", sql, tether_errname(rc), err.message);
+    PQclear(r);
+    return rc;
+}
+
+/* timed_out_on asserts that a pg_sleep(10) tagged tag on l ends with
+ * TETHER_ETIMEDOUT by its deadline of ms. */
+static void timed_out_on(tether_lease *l, const char *tag, int64_t ms) {
+    char sql[128];
+    snprintf(sql, sizeof(sql), "SELECT pg_sleep(10) /* %s */", tag);
+    thread_time t0 = thread_time_start();
+    int rc = exec_on(l, sql, ms);
+    thread_time t1 = thread_time_stop();
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    check_late(&t0, &t1, (double)ms, tag);
+}
+
+static int open_fds(void) {
+    int n = 0;
+    for (int fd = 0; fd < 4096; fd++)
+        n += fcntl(fd, F_GETFD) != -1;
+    return n;
+}
+
+/* The wait's timer (pq_stmt.c, "waiting until a deadline"): set for an
+ * earlier deadline, it fires during a later statement, which goes on; a
+ * deadline earlier than the one it is set for sets it again; one that
+ * fired while the connection was idle does not cut the next statement.
+ * Its two descriptors go with the connection. */
+static void test_deadline_timer(void **state) {
+    (void)state;
+    int fds = open_fds();
+    tether_pool *p = open_pool(primary_port, "");
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    assert_int_equal(exec_on(l, "SELECT 1", 60), 0); /* set for +60 ms */
+    assert_int_equal(exec_on(l, "SELECT pg_sleep(0.15)", 1000), 0);
+    assert_int_equal(exec_on(l, "SELECT 1", 5000), 0); /* stays at +1 s */
+    timed_out_on(l, "timer earlier", 150);
+    tether_lease_release(l); /* drained: a pool of one waits for it */
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    assert_int_equal(exec_on(l, "SELECT 1", 40), 0);
+    sleep_ms(100); /* it fires while idle */
+    assert_int_equal(exec_on(l, "SELECT pg_sleep(0.1)", 1000), 0);
+    tether_lease_release(l);
+    tether_pool_destroy(p);
+    assert_int_equal(open_fds(), fds);
+}
+
+/* Without descriptors to spare (RLIMIT_NOFILE at the lowest free one), a
+ * deadline is kept by a timed poll() instead. */
+static void test_deadline_no_fds(void **state) {
+    (void)state;
+    tether_pool *p = open_pool(primary_port, "");
+    tether_lease *l = NULL;
+    tether_error err = {0};
+    assert_int_equal(tether_pool_acquire(p, 5000, &l, &err), 0);
+    struct rlimit was, now;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+    int lowest = open("/dev/null", O_RDONLY);
+    assert_true(lowest >= 0);
+    close(lowest);
+    now = was;
+    now.rlim_cur = (rlim_t)lowest;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &now), 0);
+    int spare = open("/dev/null", O_RDONLY);
+    int rc = exec_on(l, "SELECT 1", 1000);
+    if (rc == 0)
+        timed_out_on(l, "no fds", 150);
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+    assert_int_equal(spare, -1); /* the limit did bite */
+    assert_int_equal(rc, 0);
+    tether_lease_release(l);
+    tether_pool_destroy(p);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2 || !getenv("PRIMARY_PORT")) {
         fprintf(stderr, "usage: scripts/pg-cluster run -- test_statements "
@@ -812,6 +899,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_statement_timeout),
         cmocka_unit_test(test_params_and_input),
         cmocka_unit_test(test_blackhole),
+        cmocka_unit_test(test_deadline_timer),
+        cmocka_unit_test(test_deadline_no_fds),
         cmocka_unit_test(test_declared),
         cmocka_unit_test(test_declared_bounded),
         cmocka_unit_test(test_declared_timeout),
