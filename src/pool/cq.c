@@ -15,6 +15,7 @@
 #include "waitq.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -407,7 +408,10 @@ int tether_pool_acquire_start(tether_pool *p, tether_cq *cq, int64_t timeout_ms,
     if (!e)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
-    memset(e, 0, sizeof(*e));
+    /* Not the message's 256 bytes: most acquires never fail, and a queue
+     * of thousands would write them all (docs/evloop.md, "Cost"). */
+    memset(e, 0, offsetof(tether__cq_entry, err));
+    tether_error_clear(&e->err);
     e->w.wake = cq_entry_wake;
     e->w.wake_arg = e;
     e->w.no_thread = 1;
@@ -503,7 +507,6 @@ static int finish(tether__cq_entry *e, tether_completion *out) {
             lease = lease_token(
                 s, atomic_load_explicit(&s->state, memory_order_relaxed));
             rc = 0;
-            tether_error_clear(&e->err);
         }
     }
     out->size = sizeof(*out);
@@ -512,7 +515,10 @@ static int finish(tether__cq_entry *e, tether_completion *out) {
     out->pool = e->owner;
     out->rc = rc;
     out->lease = lease;
-    out->err = e->err;
+    if (lease)
+        tether_error_clear(&out->err); /* not a copy of 300 bytes */
+    else
+        out->err = e->err;
     cq_free(e->cq, e);
     return 1;
 }
@@ -521,12 +527,14 @@ int tether_cq_next_sized(tether_cq *cq, tether_completion *out, size_t size) {
     if (!cq || !out || size < sizeof(size_t))
         return TETHER_EINVAL;
     tether_completion full;
+    int direct = size == sizeof(full); /* the caller's is this one */
     for (;;) {
         tether__cq_entry *e = cq_pop(cq);
         if (!e)
             return TETHER_EAGAIN;
-        if (finish(e, &full)) {
-            tether__sized_out(out, size, &full, sizeof(full));
+        if (finish(e, direct ? out : &full)) {
+            if (!direct)
+                tether__sized_out(out, size, &full, sizeof(full));
             return 0;
         }
     }

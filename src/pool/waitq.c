@@ -24,6 +24,19 @@ static int64_t head_since(const tether__waiter *w) {
     return w->no_thread ? 1 : tether__mono_ns();
 }
 
+/* prefetch_waiter asks for w's first lines: a long queue's entries were
+ * queued long ago and are out of the cache when their turn comes, and
+ * reading the new head cost more than the rest of a hand-over with
+ * thousands of non-blocking acquires queued (docs/evloop.md, "Cost"). The
+ * lines after the waiter are a queue entry's own (cq.c). */
+static void prefetch_waiter(const tether__waiter *w) {
+    const char *c = (const char *)w;
+    __builtin_prefetch(c);
+    __builtin_prefetch(c + 64);
+    __builtin_prefetch(c + 128);
+    __builtin_prefetch(c + 192);
+}
+
 void tether__waitq_push(tether_pool *p, tether__waiter *w) {
     w->next = NULL;
     w->prev = p->tail;
@@ -49,6 +62,8 @@ void tether__waitq_remove(tether_pool *p, tether__waiter *w, int wake_next) {
         w->prev->next = w->next;
     } else {
         p->head = w->next;
+        if (p->head && p->head->next) /* the next head, before its turn */
+            prefetch_waiter(p->head->next);
         atomic_store(&p->head_since_ns, p->head ? head_since(p->head) : 0);
         int poll = p->head && !p->head->no_thread && p->o.barge_limit_us > 0;
         if (poll && wake_next)
