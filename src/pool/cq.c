@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #define ENTRY_FILE "tether_pool_acquire_start" /* leak reports' "file" */
+#define FAR_OFF_MS 50 /* far_off: well over the coarse clock's lag */
 
 enum { ENTRY_NEW = 0, ENTRY_QUEUED, ENTRY_WORKING, ENTRY_POSTED };
 
@@ -310,6 +311,14 @@ static void cq_entry_wake(void *arg, tether__waiter *w) {
 
 /* ---- the acquire --------------------------------------------------------- */
 
+/* far_off says, from the coarse clock, whether deadline_ns is surely
+ * still ahead: the coarse word lags the monotonic clock by at most a tick
+ * and a jiffy (~15 ms; core/internal.h), so this spares the precise read
+ * for the long and the absent deadlines. */
+static int far_off(int64_t deadline_ns) {
+    return tether__ticker_ms() + FAR_OFF_MS < deadline_ns / TETHER__NS_PER_MS;
+}
+
 /* Queue e, or start a creation for it, or post its failure (lock held).
  * Returns 1 when e was queued: the caller then rescans (still holding the
  * lock, so that nobody can have served e meanwhile). */
@@ -323,7 +332,7 @@ static int queue_locked(tether_pool *p, tether__cq_entry *e) {
         post_locked(p, e, NULL, TETHER_ECANCELED);
         return 0;
     }
-    if (tether__mono_ns() >= e->deadline_ns) {
+    if (!far_off(e->deadline_ns) && tether__mono_ns() >= e->deadline_ns) {
         post_timeout_locked(p, e);
         return 0;
     }

@@ -172,8 +172,9 @@ int tether__waitq_overdue_slow(tether_pool *p) {
         return 1;
     int64_t since =
         atomic_load_explicit(&p->head_since_ns, memory_order_relaxed);
-    return since != 0 &&
-           tether__mono_ns() - since >= p->o.barge_limit_us * 1000;
+    if (since <= 1) /* none; or a non-blocking waiter's, overdue at once */
+        return since == 1;
+    return tether__mono_ns() - since >= p->o.barge_limit_us * 1000;
 }
 
 /* Whether the first waiter w takes slot s now. In barging mode it would
