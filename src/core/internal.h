@@ -159,11 +159,21 @@ void tether__ticker_fork_child(void);
  * also for code that must use real time whatever clock it was given). */
 int64_t tether__mono_ns(void);
 
-/* tether__attempt_began_ns is, while a retry's first attempt on the fast
- * path runs on this thread, when it began (CLOCK_MONOTONIC ns), read
- * precisely for a short limit; -1 otherwise. tether_pool_run counts its
- * statements' default deadline from it, saving a clock read. */
-extern TETHER__TLS int64_t tether__attempt_began_ns;
+/* tether__attempt is how the library's retry hands an attempt to its
+ * operation: the public tether_attempt first (all a caller's operation
+ * sees), then when the attempt began (CLOCK_MONOTONIC ns) when the retry
+ * read it precisely, else -1. The library's own operations (run.c's and
+ * route.c's), which only its retry calls, read it with tether__attempt_of:
+ * tether_pool_run counts its statements' default deadline from it. */
+typedef struct tether__attempt {
+    tether_attempt a;
+    int64_t began_ns;
+} tether__attempt;
+
+static inline const tether__attempt *
+tether__attempt_of(const tether_attempt *a) {
+    return (const tether__attempt *)(const void *)a;
+}
 
 /* tether__coarse_ms reads CLOCK_MONOTONIC_COARSE in ms. */
 int64_t tether__coarse_ms(void);

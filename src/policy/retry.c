@@ -82,7 +82,6 @@ static unsigned stripe(void) {
 
 /* How many tether_retry_run calls this thread is inside. */
 static TETHER__TLS int run_depth;
-TETHER__TLS int64_t tether__attempt_began_ns = -1;
 
 /* ---- options ----------------------------------------------------------- */
 
@@ -399,18 +398,19 @@ static int failed(run_state *x, int rc) {
 
 /* attempt makes one call; returns its code (>= 0 success). */
 static int attempt(run_state *x) {
-    tether_attempt a;
-    a.number = ++x->attempts;
-    a.timeout_ms = attempt_timeout(
+    tether__attempt ax;
+    tether_attempt *a = &ax.a;
+    a->number = ++x->attempts;
+    a->timeout_ms = attempt_timeout(
         x->o->attempt_timeout_ms,
         x->has_deadline ? (x->deadline_ns - x->now_ns) / TETHER__NS_PER_MS
                         : -1);
-    a.deadline_ms = x->has_deadline ? x->deadline_ns / TETHER__NS_PER_MS : -1;
+    a->deadline_ms = x->has_deadline ? x->deadline_ns / TETHER__NS_PER_MS : -1;
+    ax.began_ns = -1; /* x->now_ns may be another clock's */
     BUMP(x->r, attempts, 1);
-    if (a.number > 1) /* the run's start cleared it for the first */
+    if (a->number > 1) /* the run's start cleared it for the first */
         tether_error_clear(x->err);
-    tether__attempt_began_ns = -1; /* an outer run_fast's is not this one's */
-    int rc = x->fn(x->arg, &a, x->err);
+    int rc = x->fn(x->arg, a, x->err);
     return rc >= 0 ? rc : failed(x, rc);
 }
 
@@ -594,18 +594,18 @@ TETHER__HOT static int run_fast(run_state *x, tether_retry *r, unsigned flags,
     int64_t start = limit < 0 || limit >= COARSE_START_MIN_MS
                         ? tick * TETHER__NS_PER_MS
                         : tether__mono_ns();
-    tether_attempt a = {1,
-                        timeout_ms < 0
-                            ? r->first_timeout_ms
-                            : attempt_timeout(r->attempt_timeout_ms, limit),
-                        -1};
+    tether__attempt ax = {
+        {1,
+         timeout_ms < 0 ? r->first_timeout_ms
+                        : attempt_timeout(r->attempt_timeout_ms, limit),
+         -1},
+        limit >= 0 && limit < COARSE_START_MIN_MS ? start /* a precise read */
+                                                  : -1};
+    tether_attempt *a = &ax.a;
     if (limit >= 0)
-        a.deadline_ms = (start + limit * TETHER__NS_PER_MS) / TETHER__NS_PER_MS;
-    tether__attempt_began_ns = limit >= 0 && limit < COARSE_START_MIN_MS
-                                   ? start /* a precise read */
-                                   : -1;
-    int rc = fn(arg, &a, err);
-    tether__attempt_began_ns = -1;
+        a->deadline_ms =
+            (start + limit * TETHER__NS_PER_MS) / TETHER__NS_PER_MS;
+    int rc = fn(arg, a, err);
     if (rc >= 0) {
         if (r->budget)
             tether_budget_success(r->budget, 0);

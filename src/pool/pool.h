@@ -435,8 +435,22 @@ void tether__txn_sweep(tether_pool *p, close_reason why);
 void tether__txn_free(tether_pool *p);
 
 /* tether__pool_run_attempt is one attempt of tether_pool_run on p: take
- * a connection within a->timeout_ms, run fn, give it back (or discard it). */
+ * a connection within a->timeout_ms, run fn with its statements' deadline
+ * deadline_ns (mono, -1 none), give it back (or discard it). */
 int tether__pool_run_attempt(tether_pool *p, tether_work_fn fn, void *arg,
-                             const tether_attempt *a, tether_error *err);
+                             const tether_attempt *a, int64_t deadline_ns,
+                             tether_error *err);
+
+/* tether__attempt_deadline_ns is the default deadline of attempt a's
+ * statements: its timeout counted from its start (a is the retry's
+ * tether__attempt), -1 for none. Read it before the attempt waits. */
+int64_t tether__attempt_deadline_ns(const tether_attempt *a);
+
+/* tether__run_work runs fn on the connection of s for attempt a, with
+ * deadline_ns in force as its statements' default (tether_pq.h's
+ * TETHER_PQ_RUN_DEADLINE). */
+int tether__run_work(tether__slot *s, tether_work_fn fn, void *arg,
+                     const tether_attempt *a, int64_t deadline_ns,
+                     tether_error *err);
 
 #endif

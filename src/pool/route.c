@@ -138,7 +138,7 @@ static void put_back(tether_pool *rp, tether__slot *s, int rc) {
  * 2 when it must be re-run there (a standby refused it as a write), else
  * the work's result. */
 static int on_standby(route_ctx *c, const tether_attempt *a,
-                      tether_error *err) {
+                      int64_t deadline_ns, tether_error *err) {
     tether__route *r = c->r;
     tether_pool *rp = r->read;
     int64_t budget = read_budget(r, a->timeout_ms);
@@ -160,7 +160,7 @@ static int on_standby(route_ctx *c, const tether_attempt *a,
         put_back(rp, s, lag > 0 ? 0 : e2.code);
         return 1;
     }
-    int rc = c->fn(s->handle, c->arg, a, err);
+    int rc = tether__run_work(s, c->fn, c->arg, a, deadline_ns, err);
     if (rc >= 0) {
         /* Counted where it ran: a standby promoted meanwhile reports its
          * new role with the work's answer (docs/routing.md). */
@@ -195,7 +195,8 @@ static int route_once(void *arg, const tether_attempt *a, tether_error *err) {
     route_ctx *c = arg;
     const tether_clock *clock = c->p->o.clock;
     int64_t start = tether__now_ms(clock);
-    int rc = on_standby(c, a, err);
+    int64_t deadline = tether__attempt_deadline_ns(a); /* either side's */
+    int rc = on_standby(c, a, deadline, err);
     if (rc != 1 && rc != 2)
         return rc;
     tether_attempt rest = *a;
@@ -206,7 +207,7 @@ static int route_once(void *arg, const tether_attempt *a, tether_error *err) {
     if (rc == 1)
         atomic_fetch_add_explicit(&c->r->reads_primary, 1,
                                   memory_order_relaxed);
-    return tether__pool_run_attempt(c->p, c->fn, c->arg, &rest, err);
+    return tether__pool_run_attempt(c->p, c->fn, c->arg, &rest, deadline, err);
 }
 
 int tether__route_run(tether_pool *p, unsigned flags, int64_t timeout_ms,

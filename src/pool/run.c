@@ -10,29 +10,36 @@ typedef struct run_ctx {
     void *arg;
 } run_ctx;
 
-TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
-                                tether_error *err) {
-    run_ctx *c = arg;
-    tether_pool *p = c->p;
+int64_t tether__attempt_deadline_ns(const tether_attempt *a) {
+    if (a->timeout_ms < 0)
+        return -1;
+    int64_t began = tether__attempt_of(a)->began_ns;
+    return (began >= 0 ? began : tether__mono_ns()) +
+           a->timeout_ms * TETHER__NS_PER_MS;
+}
+
+int tether__run_work(tether__slot *s, tether_work_fn fn, void *arg,
+                     const tether_attempt *a, int64_t deadline_ns,
+                     tether_error *err) {
+    int64_t outer = tether__run_deadline_ns;
+    tether__run_deadline_ns = deadline_ns;
+    int rc = fn(s->handle, arg, a, err);
+    tether__run_deadline_ns = outer;
+    return rc;
+}
+
+TETHER__HOT int tether__pool_run_attempt(tether_pool *p, tether_work_fn fn,
+                                         void *arg, const tether_attempt *a,
+                                         int64_t deadline_ns,
+                                         tether_error *err) {
     tether__slot *l = NULL;
-    /* Statements default to the attempt's deadline (docs/statements.md),
-     * counted from its start when the retry read it precisely. */
-    int64_t began = tether__attempt_began_ns;
-    tether__attempt_began_ns = -1; /* the work's own runs must not see it */
-    int64_t deadline = a->timeout_ms < 0
-                           ? -1
-                           : (began >= 0 ? began : tether__mono_ns()) +
-                                 a->timeout_ms * TETHER__NS_PER_MS;
     int rc = tether__pool_take(p, a->timeout_ms, &l, err, "tether_pool_run", 0);
     if (rc) {
         if (err)
             err->not_sent = 1; /* nothing reached the server */
         return rc;
     }
-    int64_t outer = tether__run_deadline_ns;
-    tether__run_deadline_ns = deadline;
-    rc = c->fn(l->handle, c->arg, a, err);
-    tether__run_deadline_ns = outer;
+    rc = tether__run_work(l, fn, arg, a, deadline_ns, err);
     if (rc >= 0) {
         tether__pool_give_back(p, l);
         return 0;
@@ -56,10 +63,14 @@ TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
     return rc;
 }
 
-int tether__pool_run_attempt(tether_pool *p, tether_work_fn fn, void *arg,
-                             const tether_attempt *a, tether_error *err) {
-    run_ctx c = {p, fn, arg};
-    return run_once(&c, a, err);
+/* run_once is one attempt of tether_pool_run, called by the pool's retry
+ * only (a is a tether__attempt): its statements default to the attempt's
+ * deadline (docs/statements.md), counted from its start. */
+TETHER__HOT static int run_once(void *arg, const tether_attempt *a,
+                                tether_error *err) {
+    run_ctx *c = arg;
+    return tether__pool_run_attempt(c->p, c->fn, c->arg, a,
+                                    tether__attempt_deadline_ns(a), err);
 }
 
 TETHER__HOT int tether_pool_run_for(tether_pool *p, unsigned flags,

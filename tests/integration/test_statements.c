@@ -799,6 +799,57 @@ static void test_blackhole(void **state) {
     proxy_stop(&px);
 }
 
+/* A read's work: whether it runs on a standby, then a sleep on the run's
+ * deadline. */
+static int standby_sleep_work(void *h, void *arg, const tether_attempt *a,
+                              tether_error *err) {
+    routed *x = arg;
+    int rc = recovery_work(h, x, a, err);
+    if (rc == 0)
+        rc = sleep_work(h, "SELECT pg_sleep(10) /* routed */", a, err);
+    return rc;
+}
+
+/* Through the router, a read's statements on the standby default to the
+ * run's deadline as on the primary. */
+static void test_routed_deadline(void **state) {
+    (void)state;
+    char ci[2048];
+    snprintf(ci, sizeof(ci),
+             "host=127.0.0.1,127.0.0.1 port=%d,%s %s "
+             "tether_route=read-write-split tether_pool_max=2",
+             primary_port, getenv("STANDBY_PORT"), base);
+    tether_pool *p = NULL;
+    tether_error err = {0};
+    if (tether_pool_open(&p, ci, NULL, NULL, &err))
+        fail_msg("pool: %s", err.message);
+    tether_pq_stmt *st = NULL;
+    assert_int_equal(tether_pq_declare("role", "SELECT pg_is_in_recovery()", 0,
+                                       NULL, &st, &err),
+                     0);
+    routed x = {st, 0};
+    for (int i = 0; i < 100 && !x.standby; i++) { /* the read side is up */
+        assert_int_equal(tether_pool_run(p, TETHER_IDEMPOTENT | TETHER_READONLY,
+                                         recovery_work, &x, &err),
+                         0);
+        if (!x.standby)
+            sleep_ms(20);
+    }
+    assert_true(x.standby);
+    x.standby = 0;
+    thread_time t0 = thread_time_start();
+    int rc = tether_pool_run_for(p, TETHER_READONLY, 300, standby_sleep_work,
+                                 &x, &err);
+    thread_time t1 = thread_time_stop();
+    print_message("routed: %s (on the standby: %d): %s\n", tether_errname(rc),
+                  x.standby, err.message);
+    assert_int_equal(rc, TETHER_ETIMEDOUT);
+    assert_true(x.standby);
+    check_late(&t0, &t1, 300, "routed");
+    tether_pool_destroy(p);
+    tether_pq_stmt_destroy(st);
+}
+
 /* exec_on runs sql on l within timeout_ms: its code. */
 static int exec_on(tether_lease *l, const char *sql, int64_t timeout_ms) {
     PGresult *r = NULL;
@@ -905,6 +956,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_declared_bounded),
         cmocka_unit_test(test_declared_timeout),
         cmocka_unit_test(test_declared_routed),
+        cmocka_unit_test(test_routed_deadline),
         cmocka_unit_test(test_declared_under_load),
         cmocka_unit_test(test_declared_failover), /* last: promotes */
     };
