@@ -411,6 +411,12 @@ static int ask_watched(run *r, int k, const tether__ep *ep, int64_t budget,
         return take_watched(r, k, conn);
     if (q < 0)
         return -1;
+    /* Known as a fresh connection's answer is: a host down when last tried
+     * is then skipped only while another may serve (skip_now). Unlearnt,
+     * after a pool's fatal event emptied the cache, the watched standby
+     * kept the restarted primary skipped for tether_recheck. */
+    if (q == TETHER_ROLE_STANDBY)
+        tether__connector_learn(r->c, r->watch.idx[k], HS_STANDBY, now_ms(r));
     tether_error e = {0};
     wrong_role(r, ep, (tether_role)q, &e);
     return 0;
