@@ -196,7 +196,7 @@ int64_t tether__pq_now_ns(void) {
 /* A statement's wait for the server is bounded by its deadline. poll()
  * with a timeout arms and cancels a kernel high-resolution timer on every
  * call, which cost about 1 % of the statements per second on a two-core
- * machine (docs/statements.md, "The cost of a deadline"). So a connection
+ * machine (docs/statements.md, "How a statement waits"). So a connection
  * that waits with a deadline gets an epoll set holding its socket and a
  * timerfd: the wait is epoll_wait without a timeout, and the timer is set
  * again only when it fired before the deadline in force, or when a

@@ -475,10 +475,9 @@ static int recovery_work(void *h, void *arg, const tether_attempt *a,
     return rc;
 }
 
-/* 10. Through the read/write router, the same declared statement runs on
- * either side. */
-static void test_declared_routed(void **state) {
-    (void)state;
+/* open_routed opens a read/write routing pool over the primary and the
+ * standby, with *st the declared statement "role" (pg_is_in_recovery). */
+static tether_pool *open_routed(tether_pq_stmt **st) {
     char ci[2048];
     snprintf(ci, sizeof(ci),
              "host=127.0.0.1,127.0.0.1 port=%d,%s %s "
@@ -488,10 +487,19 @@ static void test_declared_routed(void **state) {
     tether_error err = {0};
     if (tether_pool_open(&p, ci, NULL, NULL, &err))
         fail_msg("pool: %s", err.message);
-    tether_pq_stmt *st = NULL;
     assert_int_equal(tether_pq_declare("role", "SELECT pg_is_in_recovery()", 0,
-                                       NULL, &st, &err),
+                                       NULL, st, &err),
                      0);
+    return p;
+}
+
+/* 10. Through the read/write router, the same declared statement runs on
+ * either side. */
+static void test_declared_routed(void **state) {
+    (void)state;
+    tether_pq_stmt *st = NULL;
+    tether_pool *p = open_routed(&st);
+    tether_error err = {0};
     int on_standby = 0; /* the first reads may go to the primary while
                            the read side connects (docs/routing.md) */
     routed x = {st, -1};
@@ -814,19 +822,9 @@ static int standby_sleep_work(void *h, void *arg, const tether_attempt *a,
  * run's deadline as on the primary. */
 static void test_routed_deadline(void **state) {
     (void)state;
-    char ci[2048];
-    snprintf(ci, sizeof(ci),
-             "host=127.0.0.1,127.0.0.1 port=%d,%s %s "
-             "tether_route=read-write-split tether_pool_max=2",
-             primary_port, getenv("STANDBY_PORT"), base);
-    tether_pool *p = NULL;
-    tether_error err = {0};
-    if (tether_pool_open(&p, ci, NULL, NULL, &err))
-        fail_msg("pool: %s", err.message);
     tether_pq_stmt *st = NULL;
-    assert_int_equal(tether_pq_declare("role", "SELECT pg_is_in_recovery()", 0,
-                                       NULL, &st, &err),
-                     0);
+    tether_pool *p = open_routed(&st);
+    tether_error err = {0};
     routed x = {st, 0};
     for (int i = 0; i < 100 && !x.standby; i++) { /* the read side is up */
         assert_int_equal(tether_pool_run(p, TETHER_IDEMPOTENT | TETHER_READONLY,
