@@ -37,15 +37,15 @@ struct tether__cq_entry {
     tether_pool *_Atomic pool; /* owner until posted with an error */
     uint64_t ticket;
     void *user;
-    int64_t start_ns, deadline_ns;
-    int state;          /* NB_* (pool lock) */
-    int linked;         /* in p->cq_entries (pool lock) */
-    int canceled;       /* pool lock */
-    int no_create;      /* a connect was refused: wait */
-    int checked;        /* slot checked out already */
+    int64_t start_ns;   /* the deadline is w.deadline_ns */
     int rc;             /* the outcome when slot is NULL */
+    int no_create;      /* a connect was refused: wait */
+    uint8_t state;      /* ENTRY_* (pool lock) */
+    uint8_t linked;     /* in p->cq_entries (pool lock) */
+    uint8_t canceled;   /* pool lock */
+    uint8_t checked;    /* slot checked out already */
     tether__slot *slot; /* the connection posted, or NULL */
-    tether_error err;
+    tether_error *err;  /* NULL until the acquire fails (entry_err) */
 };
 
 struct tether_cq {
@@ -116,6 +116,7 @@ static void cq_free(tether_cq *cq, tether__cq_entry *e) {
         e->cnext->cprev = e->cprev;
     cq->nall--;
     pthread_mutex_unlock(&cq->lock);
+    tether__free(e->err);
     tether__free(e);
 }
 
@@ -204,7 +205,17 @@ static void pool_unlink(tether_pool *p, tether__cq_entry *e) {
     e->linked = 0;
 }
 
-/* Post e with connection s, or with error rc (e->err filled, unless the
+/* entry_err is where e's failure is written: allocated at the first
+ * failure, so that a queued acquire does not carry a tether_error of 300
+ * bytes it almost never needs (docs/evloop.md, "Cost"). NULL when that
+ * allocation fails: the completion then says the details were lost. */
+static tether_error *entry_err(tether__cq_entry *e) {
+    if (!e->err && (e->err = tether__malloc(sizeof(*e->err))))
+        tether_error_clear(e->err);
+    return e->err;
+}
+
+/* Post e with connection s, or with error rc (entry_err filled, unless the
  * acquire was canceled meanwhile). An entry posted with an error is done
  * with its pool; one with a connection stays in p->cq_entries until
  * tether_cq_next takes it, so that a cancel can still return it. */
@@ -216,7 +227,7 @@ static void post_locked(tether_pool *p, tether__cq_entry *e, tether__slot *s,
     e->slot = s;
     if (!s) {
         if (e->canceled)
-            rc = tether_error_set(&e->err, TETHER_ECANCELED,
+            rc = tether_error_set(entry_err(e), TETHER_ECANCELED,
                                   TETHER_CLASS_PERMANENT,
                                   "pool %s: acquire canceled", p->name);
         e->rc = rc;
@@ -228,13 +239,13 @@ static void post_locked(tether_pool *p, tether__cq_entry *e, tether__slot *s,
 
 static void post_error_locked(tether_pool *p, tether__cq_entry *e, int rc,
                               tether_class cls, const char *what) {
-    tether_error_set(&e->err, rc, cls, "pool %s: %s", p->name, what);
+    tether_error_set(entry_err(e), rc, cls, "pool %s: %s", p->name, what);
     post_locked(p, e, NULL, rc);
 }
 
 static void post_timeout_locked(tether_pool *p, tether__cq_entry *e) {
-    tether__pool_timed_out(p, (e->deadline_ns - e->start_ns) / 1000000, &e->err,
-                           1);
+    tether__pool_timed_out(p, (e->w.deadline_ns - e->start_ns) / 1000000,
+                           entry_err(e), 1);
     post_locked(p, e, NULL, TETHER_ETIMEDOUT);
 }
 
@@ -246,8 +257,10 @@ static void *worker_main(void *arg) {
     tether__cq_entry *e = arg;
     tether_pool *p = e->owner;
     tether__slot *s = NULL;
-    int rc = tether__pool_create_reserved(p, tether__ms_left(e->deadline_ns),
-                                          &s, &e->err);
+    tether_error err;
+    tether_error_clear(&err);
+    int rc = tether__pool_create_reserved(p, tether__ms_left(e->w.deadline_ns),
+                                          &s, &err);
     int ok = rc == 0 && tether__pool_checkout(p, s, ENTRY_FILE, 0) >= 0;
     e->no_create = 0;
     if (ok) {
@@ -255,15 +268,19 @@ static void *worker_main(void *arg) {
         e->checked = 1;
         post_locked(p, e, s, 0);
         pthread_mutex_unlock(&p->lock);
-    } else if (rc == 0 || tether__pool_refused(p, rc, &e->err, e->deadline_ns,
+    } else if (rc == 0 || tether__pool_refused(p, rc, &err, e->w.deadline_ns,
                                                &e->no_create)) {
         drive(e); /* the new connection failed its check, or wait */
     } else {
         pthread_mutex_lock(&p->lock);
-        if (rc == TETHER__EPROBING) /* its deadline came first */
+        if (rc == TETHER__EPROBING) { /* its deadline came first */
             post_timeout_locked(p, e);
-        else
+        } else {
+            tether_error *to = entry_err(e);
+            if (to)
+                *to = err;
             post_locked(p, e, NULL, rc);
+        }
         pthread_mutex_unlock(&p->lock);
     }
     tether__pool_bg_done(p); /* p outlives us: destroy waits for bg */
@@ -332,14 +349,14 @@ static int queue_locked(tether_pool *p, tether__cq_entry *e) {
         post_locked(p, e, NULL, TETHER_ECANCELED);
         return 0;
     }
-    if (!far_off(e->deadline_ns) && tether__mono_ns() >= e->deadline_ns) {
+    if (!far_off(e->w.deadline_ns) && tether__mono_ns() >= e->w.deadline_ns) {
         post_timeout_locked(p, e);
         return 0;
     }
     tether__pool_grant_locked(p); /* earlier arrivals first */
     int64_t blocked = 0;
     int next =
-        tether__pool_arrive_locked(p, e->no_create, e->deadline_ns, &blocked);
+        tether__pool_arrive_locked(p, e->no_create, e->w.deadline_ns, &blocked);
     if (next == ARRIVE_CREATE) {
         p->total++;
         p->creating++;
@@ -348,9 +365,9 @@ static int queue_locked(tether_pool *p, tether__cq_entry *e) {
     }
     if (p->nqueued >= p->o.max_waiters) {
         atomic_fetch_add(&p->queue_full, 1);
-        tether_error_set(&e->err, TETHER_EQUEUEFULL, TETHER_CLASS_THROTTLED,
-                         "pool %s: %d callers already waiting", p->name,
-                         p->o.max_waiters);
+        tether_error_set(
+            entry_err(e), TETHER_EQUEUEFULL, TETHER_CLASS_THROTTLED,
+            "pool %s: %d callers already waiting", p->name, p->o.max_waiters);
         post_locked(p, e, NULL, TETHER_EQUEUEFULL);
         return 0;
     }
@@ -359,8 +376,9 @@ static int queue_locked(tether_pool *p, tether__cq_entry *e) {
     e->w.woken = WAKE_NONE;
     if (next == ARRIVE_PROBE) /* the pool's tick grants it at the period's */
         e->no_create = 0;     /* end (tether__pool_grant_due) */
-    if (atomic_load(&p->queued_no_thread) == 0 || e->deadline_ns < p->cq_due_ns)
-        p->cq_due_ns = e->deadline_ns;
+    if (atomic_load(&p->queued_no_thread) == 0 ||
+        e->w.deadline_ns < p->cq_due_ns)
+        p->cq_due_ns = e->w.deadline_ns;
     tether__waitq_push(p, &e->w);
     return 1;
 }
@@ -417,10 +435,7 @@ int tether_pool_acquire_start(tether_pool *p, tether_cq *cq, int64_t timeout_ms,
     if (!e)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
-    /* Not the message's 256 bytes: most acquires never fail, and a queue
-     * of thousands would write them all (docs/evloop.md, "Cost"). */
-    memset(e, 0, offsetof(tether__cq_entry, err));
-    tether_error_clear(&e->err);
+    memset(e, 0, sizeof(*e));
     e->w.wake = cq_entry_wake;
     e->w.wake_arg = e;
     e->w.no_thread = 1;
@@ -430,8 +445,7 @@ int tether_pool_acquire_start(tether_pool *p, tether_cq *cq, int64_t timeout_ms,
     e->ticket = atomic_fetch_add(&next_ticket, 1);
     e->user = user;
     e->start_ns = tether__mono_ns();
-    e->deadline_ns = e->start_ns + timeout_ms * 1000000LL;
-    e->w.deadline_ns = e->deadline_ns;
+    e->w.deadline_ns = e->start_ns + timeout_ms * 1000000LL;
     if (ticket)
         *ticket = e->ticket;
     cq_add(cq, e);
@@ -453,12 +467,12 @@ void tether__cq_expire(tether_pool *p) {
             tether__cq_entry *e = w->wake_arg;
             if (w->wake != cq_entry_wake) {
                 continue;
-            } else if (now >= e->deadline_ns) {
+            } else if (now >= e->w.deadline_ns) {
                 tether__waitq_remove(p, w, 1);
                 e->state = ENTRY_NEW;
                 post_timeout_locked(p, e);
-            } else if (e->deadline_ns < due) {
-                due = e->deadline_ns;
+            } else if (e->w.deadline_ns < due) {
+                due = e->w.deadline_ns;
             }
         }
         p->cq_due_ns = due;
@@ -488,6 +502,17 @@ int tether_pool_acquire_cancel(tether_pool *p, uint64_t ticket) {
 
 /* ---- taking completions -------------------------------------------------- */
 
+/* lost_details fills out->err for a failure whose details could not be
+ * kept (entry_err found no memory). */
+static void lost_details(tether_completion *out, tether_pool *p, int rc) {
+    tether_class cls = rc == TETHER_ECANCELED || rc == TETHER_ECLOSED
+                           ? TETHER_CLASS_PERMANENT
+                           : TETHER_CLASS_TRANSIENT;
+    tether_error_set(&out->err, rc, cls,
+                     "pool %s: %s (no memory was left for the details)",
+                     p->name, tether_strerror(rc));
+}
+
 /* Turn posted entry e into *out. Returns 0 when the connection it was
  * handed failed its check (it was closed and e waits again), else 1. */
 static int finish(tether__cq_entry *e, tether_completion *out) {
@@ -503,7 +528,7 @@ static int finish(tether__cq_entry *e, tether_completion *out) {
         e->slot = NULL;
         if (canceled) {
             tether__pool_put_idle(p, s);
-            rc = tether_error_set(&e->err, TETHER_ECANCELED,
+            rc = tether_error_set(entry_err(e), TETHER_ECANCELED,
                                   TETHER_CLASS_PERMANENT,
                                   "pool %s: acquire canceled", p->name);
         } else if (!e->checked &&
@@ -525,9 +550,11 @@ static int finish(tether__cq_entry *e, tether_completion *out) {
     out->rc = rc;
     out->lease = lease;
     if (lease)
-        tether_error_clear(&out->err); /* not a copy of 300 bytes */
+        tether_error_clear(&out->err);
+    else if (e->err)
+        out->err = *e->err;
     else
-        out->err = e->err;
+        lost_details(out, e->owner, rc);
     cq_free(e->cq, e);
     return 1;
 }

@@ -110,7 +110,7 @@ int tether_pool_resume(tether_pool *p) {
     if (!atomic_load(&p->closing))
         tether__pool_grant_locked(p);   /* and capacity for the rest */
     if (p->head && !p->head->no_thread) /* to poll for idle ones */
-        pthread_cond_signal(&p->head->cv);
+        pthread_cond_signal(p->head->cv);
     pthread_mutex_unlock(&p->lock);
     tether__pool_fill(p);
     if (read_side(p))

@@ -27,10 +27,10 @@ void tether__pool_inspect_sync(tether_pool *p) {
 
 int tether__pool_inspect_poke_head(tether_pool *p) {
     pthread_mutex_lock(&p->lock);
-    int rc = p->head ? 0 : -1;
-    if (p->head) {
+    int rc = p->head && !p->head->no_thread ? 0 : -1;
+    if (rc == 0) {
         atomic_store(&p->head_unarmed, 0);
-        pthread_cond_signal(&p->head->cv);
+        pthread_cond_signal(p->head->cv);
     }
     pthread_mutex_unlock(&p->lock);
     return rc;

@@ -29,7 +29,7 @@ void tether__pool_inspect_sync(tether_pool *p);
 
 /* tether__pool_inspect_poke_head clears the first waiter's asleep mark
  * and wakes it as a spurious wake-up would. Returns 0, or -1 when nobody
- * waits. */
+ * waits or the first waiter is a non-blocking acquire (no thread sleeps). */
 int tether__pool_inspect_poke_head(tether_pool *p);
 
 /* tether__pool_inspect_slot_index returns the index in its pool of the

@@ -67,7 +67,7 @@ void tether__waitq_remove(tether_pool *p, tether__waiter *w, int wake_next) {
         atomic_store(&p->head_since_ns, p->head ? head_since(p->head) : 0);
         int poll = p->head && !p->head->no_thread && p->o.barge_limit_us > 0;
         if (poll && wake_next)
-            pthread_cond_signal(&p->head->cv);
+            pthread_cond_signal(p->head->cv);
         atomic_store(&p->head_unarmed, poll && !wake_next);
     }
     if (w->next)
@@ -83,7 +83,7 @@ void tether__waitq_remove(tether_pool *p, tether__waiter *w, int wake_next) {
 
 void tether__waitq_signal(void *unused, tether__waiter *w) {
     (void)unused;
-    pthread_cond_signal(&w->cv);
+    pthread_cond_signal(w->cv);
 }
 
 /* Wake w, out of the queue now, the way it carries (lock held). */
@@ -134,7 +134,7 @@ static void await_probe_locked(tether_pool *p, int64_t blocked_ms) {
         int64_t was = w->probe_ns;
         w->probe_ns = end;
         if (was == 0 || was > end + 2000000) /* asleep past the end */
-            pthread_cond_signal(&w->cv);
+            pthread_cond_signal(w->cv);
     }
 }
 
@@ -252,7 +252,7 @@ void tether__waitq_wake_unarmed_head(tether_pool *p, const tether__slot *s) {
     pthread_mutex_lock(&p->lock);
     if (p->head && !p->head->no_thread && atomic_load(&p->head_unarmed)) {
         atomic_store(&p->head_unarmed, 0);
-        pthread_cond_signal(&p->head->cv);
+        pthread_cond_signal(p->head->cv);
     }
     pthread_mutex_unlock(&p->lock);
 }
@@ -351,7 +351,7 @@ static int sleep_turn(acq *a, tether__waiter *w, tether__slot **s) {
     }
     struct timespec ts = {(time_t)(until / 1000000000LL),
                           (long)(until % 1000000000LL)};
-    pthread_cond_timedwait(&w->cv, &p->lock, &ts);
+    pthread_cond_timedwait(w->cv, &p->lock, &ts);
     if (w->given || w->woken) /* handed over: no clock read under the lock */
         return 1;
     int64_t now = tether__mono_ns();
@@ -377,11 +377,13 @@ static int after_refusal(acq *a, int rc) {
 static int wait_turn(acq *a, tether__slot **got) {
     tether_pool *p = a->p;
     tether__waiter w;
+    pthread_cond_t cv;
     memset(&w, 0, sizeof(w));
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w.cv, &ca);
+    pthread_cond_init(&cv, &ca);
+    w.cv = &cv;
     pthread_condattr_destroy(&ca);
     w.last = tether__slot_last_used(p);
     w.wake = tether__waitq_signal;
@@ -402,7 +404,7 @@ static int wait_turn(acq *a, tether__slot **got) {
     if (!w.given && !w.woken)
         tether__waitq_remove(p, &w, 1);
     pthread_mutex_unlock(&p->lock);
-    pthread_cond_destroy(&w.cv);
+    pthread_cond_destroy(&cv);
     if (s) { /* found by the rescan: give back anything granted since */
         if (w.given)
             tether__pool_put_idle(p, w.given);

@@ -11,12 +11,12 @@
 #include "pool.h"
 
 /* A caller waiting in the FIFO queue, on the caller's stack for a blocking
- * acquire (its thread sleeps on cv), inside its entry for a non-blocking
- * one (no_thread: nobody sleeps on cv, never initialized). Whoever takes a
- * waiter out of the queue to give it something calls its wake (lock
- * held). */
+ * acquire (its thread sleeps on *cv, also on its stack), inside its entry
+ * for a non-blocking one (no_thread: nobody sleeps, cv is NULL). Whoever
+ * takes a waiter out of the queue to give it something calls its wake
+ * (lock held). */
 struct tether__waiter {
-    pthread_cond_t cv;
+    pthread_cond_t *cv;
     struct tether__waiter *next, *prev;
     tether__slot *given;      /* a connection handed over */
     int woken;                /* WAKE_* reason when not given a connection */

@@ -1,13 +1,13 @@
 /* test_oom.c - out of memory: an allocator (tether_set_allocator) that
  * fails the Nth allocation, for every N from 1 until a run makes fewer than
  * N allocations, along the creation and use of each layer: policies,
- * the connection-string layer, the connector, the pool and the registry
- * (all over the sim driver). Each call either succeeds or returns
- * TETHER_ENOMEM with err saying so ("out of memory"); after a failure the
- * scenario goes on with the same object (the call is made again, and must
- * now succeed), then destroys everything; the blocks the allocator handed
- * out and got back must balance after every run (and LeakSanitizer checks
- * the same in the ASan build).
+ * the connection-string layer, the connector, the pool, its non-blocking
+ * acquire and the registry (all over the sim driver). Each call either succeeds
+ * or returns TETHER_ENOMEM with err saying so ("out of memory"); after a
+ * failure the scenario goes on with the same object (the call is made again,
+ * and must now succeed), then destroys everything; the blocks the allocator
+ * handed out and got back must balance after every run (and LeakSanitizer
+ * checks the same in the ASan build).
  *
  * Deterministic: only the allocations of the test's own thread are counted
  * and failed (a thread-local flag). The pools here are on a virtual clock
@@ -506,6 +506,74 @@ static void test_pool(void **state) {
     sweep("pool", scenario_pool);
 }
 
+/* ---- the non-blocking acquire ---------------------------------------------
+ */
+
+/* take_one takes cq's one completion, which must be there. */
+static void take_one(tether_cq *cq, tether_completion *c) {
+    memset(c, 0, sizeof(*c));
+    assert_int_equal(tether_cq_next(cq, c), 0);
+}
+
+/* A failed non-blocking acquire keeps its details in a block of its own,
+ * made at the failure: when that block cannot be had, the completion still
+ * has its code and says the details were lost. */
+static void scenario_cq(void) {
+    tether_error E;
+    tether_vclock *vc = new_vclock();
+    tether_sim_opts so;
+    tether_sim_opts_init(&so);
+    so.clock = tether_vclock_clock(vc);
+    tether_sim *sim;
+    TRY_NEW(sim, tether_sim_create(&sim, &so, &E));
+    tether_pool_opts po;
+    tether_pool_opts_init(&po);
+    po.driver = tether_driver_sim();
+    po.driver_ctx = sim;
+    po.clock = tether_vclock_clock(vc);
+    po.max_size = 1;
+    po.max_waiters = 1;
+    po.name = "oomcq";
+    tether_pool *p;
+    TRY_NEW(p, tether_pool_create(&p, &po, &E));
+    tether_cq *cq = NULL;
+    while (!(cq = tether_cq_create(&E)))
+        check_enomem(&E, "tether_cq_create");
+    tether_lease *l;
+    TRY(tether_pool_acquire(p, 1000, &l, &E)); /* the one connection */
+    uint64_t queued, full;
+    TRY(tether_pool_acquire_start(p, cq, 60000, NULL, &queued, &E));
+    TRY(tether_pool_acquire_start(p, cq, 60000, NULL, &full, &E));
+    tether_completion c;
+    take_one(cq, &c);
+    assert_int_equal(c.ticket, full);
+    assert_int_equal(c.rc, TETHER_EQUEUEFULL);
+    assert_int_equal(c.err.code, TETHER_EQUEUEFULL);
+    if (strstr(c.err.message, "no memory was left for the details"))
+        enomem_seen++; /* told, not absorbed */
+    else
+        assert_non_null(strstr(c.err.message, "already waiting"));
+    assert_int_equal(tether_pool_acquire_cancel(p, queued), 0);
+    take_one(cq, &c);
+    assert_int_equal(c.rc, TETHER_ECANCELED);
+    assert_int_equal(c.err.code, TETHER_ECANCELED);
+    if (strstr(c.err.message, "no memory was left for the details"))
+        enomem_seen++;
+    else
+        assert_non_null(strstr(c.err.message, "pool oomcq: acquire canceled"));
+    tether_lease_release(l);
+    assert_int_equal(tether_cq_next(cq, &c), TETHER_EAGAIN);
+    tether_cq_destroy(cq);
+    tether_pool_destroy(p);
+    tether_sim_destroy(sim);
+    tether_vclock_destroy(vc);
+}
+
+static void test_cq(void **state) {
+    (void)state;
+    sweep("cq", scenario_cq);
+}
+
 /* ---- the registry ----------------------------------------------------------
  */
 
@@ -634,6 +702,7 @@ int main(void) {
         cmocka_unit_test(test_conninfo),
         cmocka_unit_test(test_connector),
         cmocka_unit_test(test_pool),
+        cmocka_unit_test(test_cq),
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_background_failures),
     };
