@@ -3,6 +3,7 @@
  * (docs/evloop.md).
  *
  *   example_evloop CONNINFO [REQUESTS [CONNECTIONS]] [--dedicated]
+ *                  [--ticker-thread]
  *
  * CONNINFO is a plain libpq connection string. Every request starts a
  * non-blocking acquire (tether_pool_acquire_start); when its connection
@@ -11,11 +12,14 @@
  * (PQconsumeInput, PQisBusy, PQgetResult, driven by the loop), checks the
  * number and releases the connection. With --dedicated the same loop
  * drives CONNECTIONS connections of its own, no pool: the baseline that
- * bench/run-evloop sets beside it. A warm-up batch (two requests per
- * connection) runs first and is not counted. Prints one line:
+ * bench/run-evloop sets beside it. The loop runs the pool's ticks
+ * (tether_uv_ticks), so the process has one thread once its connections
+ * are made; with --ticker-thread the library's own thread runs them. A
+ * warm-up batch (two requests per connection) runs first and is not
+ * counted. Prints one line (T: the process's threads after the batch):
  *
  *   mode M requests N completed C errors E max_connections K seconds S
- *   qps Q cpu_us_per_query U
+ *   qps Q cpu_us_per_query U threads T
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, getrusage */
 
@@ -26,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -48,7 +53,7 @@ struct req {
 
 static struct {
     uv_loop_t *loop;
-    int dedicated;
+    int dedicated, ticker_thread;
     tether_pool *pool;
     tether_cq *cq;
     tether_uv *watch;
@@ -209,6 +214,8 @@ static int open_pool(const char *conninfo, int conns, int n) {
         rc = err.code;
     if (rc == 0)
         rc = tether_uv_create(&A.watch, A.loop, A.cq, on_lease, NULL, &err);
+    if (rc == 0 && !A.ticker_thread && (rc = tether_uv_ticks(A.watch, 1)))
+        tether_error_set(&err, rc, TETHER_CLASS_PERMANENT, "no loop timer");
     if (rc != 0)
         fprintf(stderr, "pool: %s\n", err.message);
     return rc;
@@ -233,6 +240,17 @@ static double cpu_seconds(void) {
            (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
+/* The process's threads: the entries of /proc/self/task. */
+static int count_threads(void) {
+    DIR *d = opendir("/proc/self/task");
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    if (d)
+        closedir(d);
+    return n;
+}
+
 static void on_closed(uv_handle_t *h) {
     free(h->data);
 }
@@ -255,6 +273,8 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--dedicated"))
             A.dedicated = 1;
+        else if (!strcmp(argv[i], "--ticker-thread"))
+            A.ticker_thread = 1;
         else if (np < 3)
             pos[np++] = argv[i];
     }
@@ -262,7 +282,7 @@ int main(int argc, char **argv) {
     if (!pos[0] || n < 1 || conns < 1 || conns > MAX_CONNS) {
         fprintf(stderr,
                 "usage: %s CONNINFO [REQUESTS [CONNECTIONS]] "
-                "[--dedicated]\n",
+                "[--dedicated] [--ticker-thread]\n",
                 argv[0]);
         return 2;
     }
@@ -287,10 +307,10 @@ int main(int argc, char **argv) {
             maxc = m.total;
     }
     printf("mode %s requests %d completed %d errors %d max_connections %d "
-           "seconds %.3f qps %.0f cpu_us_per_query %.2f\n",
+           "seconds %.3f qps %.0f cpu_us_per_query %.2f threads %d\n",
            A.dedicated ? "dedicated" : "pool", n, A.done - A.errors,
            A.errors + warm_errors, maxc, secs, A.done / secs,
-           cpu * 1e6 / A.done);
+           cpu * 1e6 / A.done, count_threads());
     close_all();
     free(A.reqs);
     return A.errors + warm_errors ? 1 : 0;

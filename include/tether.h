@@ -242,6 +242,27 @@ typedef struct tether_allocator {
  * one that can free what the previous one allocated). */
 TETHER_API int tether_set_allocator(const tether_allocator *a);
 
+/* tether_ticks_external hands the library's periodic work to the
+ * caller. Each pool on the real clock has work to do every 10 ms: the
+ * deadlines of non-blocking acquires, the breaker's probes granted to their
+ * waiters, retiring idle and old connections, topping up min_size, health
+ * checks. By default one thread runs it for every pool of the process,
+ * started with the first pool. With on = 1 that thread stops, and is not
+ * started again while the count of on = 1 calls exceeds that of on = 0
+ * calls; the caller runs the ticks instead, calling tether_tick about every
+ * 10 ms from one thread at a time (tether_uv_ticks and tether_levent_ticks
+ * do it from the loop's timer). Nothing of that work runs while nobody
+ * calls it; a blocking acquire keeps its deadline either way. When the
+ * count comes back to 0, the thread starts again if a pool needs it. Not
+ * from a log sink or any callback the library calls (docs/evloop.md, "Ticks
+ * on the loop"). */
+TETHER_API void tether_ticks_external(int on);
+
+/* tether_tick runs one tick of every pool's periodic work on the calling
+ * thread (see tether_ticks_external); does nothing while the library's
+ * own thread runs the ticks. */
+TETHER_API void tether_tick(void);
+
 /* tether_calloc allocates n zeroed blocks of size bytes through the
  * allocator in place, as the library does for its own objects (for code
  * built on the public headers, such as the event-loop adapters). Returns

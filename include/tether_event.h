@@ -30,6 +30,16 @@ TETHER_API int tether_levent_create(tether_levent **out,
                                     tether_levent_fn fn, void *arg,
                                     tether_error *err);
 
+/* tether_levent_ticks with on = 1 makes the base run the library's
+ * periodic work: a persistent timer event every 10 ms calls tether_tick,
+ * and the library's own thread stops (tether_ticks_external). For a
+ * program whose loop runs all the time and that wants no thread of ours:
+ * that work, for every pool of the process, then waits for the loop while
+ * it does not run. on = 0, or tether_levent_destroy, gives the work back
+ * to the thread. Returns 0, TETHER_EINVAL (w is NULL) or TETHER_EIO (the
+ * timer event could not be added). */
+TETHER_API int tether_levent_ticks(tether_levent *w, int on);
+
 /* tether_levent_destroy removes the event and frees the watcher (NULL is
  * accepted). The cq is not touched: destroy it afterwards. */
 TETHER_API void tether_levent_destroy(tether_levent *w);

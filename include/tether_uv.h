@@ -33,6 +33,16 @@ TETHER_API int tether_uv_create(tether_uv **out, uv_loop_t *loop, tether_cq *cq,
 /* tether_uv_handle returns the watcher's uv_poll_t (to uv_ref/uv_unref). */
 TETHER_API uv_handle_t *tether_uv_handle(tether_uv *w);
 
+/* tether_uv_ticks with on = 1 makes the loop run the library's periodic
+ * work: a timer every 10 ms calls tether_tick, and the library's own
+ * thread stops (tether_ticks_external). For a program whose loop runs all
+ * the time and that wants no thread of ours: that work, for every pool of
+ * the process, then waits for the loop while it does not run. on = 0, or
+ * tether_uv_destroy, gives the work back to the thread. The timer does not
+ * keep the loop alive. Returns 0, TETHER_EINVAL (w is NULL) or TETHER_EIO
+ * (the timer could not start). */
+TETHER_API int tether_uv_ticks(tether_uv *w, int on);
+
 /* tether_uv_destroy stops watching and closes the handle; its memory is
  * freed by the close callback, on the loop's next turn (NULL is accepted).
  * The cq is not touched: destroy it afterwards. */

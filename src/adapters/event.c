@@ -1,15 +1,19 @@
 /* event.c - libtether-event: a cq's eventfd watched by a persistent
  * libevent EV_READ event; each completion goes to the user's callback
- * (docs/evloop.md). Uses only the public headers. */
+ * (docs/evloop.md). With tether_levent_ticks, a persistent timer event
+ * runs the library's ticks (tether_tick) in place of its thread. Uses only
+ * the public headers. */
 #include "tether_event.h"
 
 #include <stdlib.h>
 
 /* At most this many completions per wake-up (see uv.c). */
 #define BATCH 256
+#define TICK_US 10000 /* tether_tick's period (tether.h) */
 
 struct tether_levent {
     struct event *ev;
+    struct event *timer; /* tether_levent_ticks on: runs tether_tick */
     tether_cq *cq;
     tether_levent_fn fn;
     void *arg;
@@ -22,6 +26,13 @@ static void on_ready(evutil_socket_t fd, short what, void *arg) {
     tether_completion c;
     for (int i = 0; i < BATCH && tether_cq_next(w->cq, &c) == 0; i++)
         w->fn(&c, w->arg);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    (void)arg;
+    tether_tick();
 }
 
 int tether_levent_create(tether_levent **out, struct event_base *base,
@@ -52,9 +63,35 @@ int tether_levent_create(tether_levent **out, struct event_base *base,
     return 0;
 }
 
+int tether_levent_ticks(tether_levent *w, int on) {
+    if (!w)
+        return TETHER_EINVAL;
+    if (!on) {
+        if (w->timer) {
+            event_free(w->timer);
+            w->timer = NULL;
+            tether_ticks_external(0);
+        }
+        return 0;
+    }
+    if (w->timer)
+        return 0;
+    struct timeval every = {0, TICK_US};
+    w->timer = event_new(event_get_base(w->ev), -1, EV_PERSIST, on_tick, NULL);
+    if (!w->timer || event_add(w->timer, &every) != 0) {
+        if (w->timer)
+            event_free(w->timer);
+        w->timer = NULL;
+        return TETHER_EIO;
+    }
+    tether_ticks_external(1);
+    return 0;
+}
+
 void tether_levent_destroy(tether_levent *w) {
     if (!w)
         return;
+    tether_levent_ticks(w, 0);
     event_free(w->ev); /* deletes it first */
     tether_free(w);
 }

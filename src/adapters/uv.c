@@ -5,8 +5,9 @@
  * its connection to the next queued acquire) in the same turn, and a
  * uv_prepare_t what was posted elsewhere on the thread (a timer's
  * callback, between two uv_run calls) before the loop waits, with an idle
- * handle then keeping that wait from blocking, as a callback ran. Uses
- * only the public headers. */
+ * handle then keeping that wait from blocking, as a callback ran. With
+ * tether_uv_ticks, a uv_timer_t runs the library's ticks (tether_tick) in
+ * place of its thread. Uses only the public headers. */
 #include "tether_uv.h"
 
 #include <stdlib.h>
@@ -16,16 +17,19 @@
  * more wait: the poll fires again on the next turn; after the prepare
  * handle's batch, an idle handle keeps the loop from waiting). */
 #define BATCH 256
+#define TICK_MS 10 /* tether_tick's period (tether.h) */
 
 struct tether_uv {
     uv_poll_t poll;       /* first: the handle's memory is the watcher's */
     uv_check_t check;     /* after the turn's I/O callbacks */
     uv_prepare_t prepare; /* before the loop waits */
     uv_idle_t idle;       /* started: the next wait does not block */
+    uv_timer_t timer;     /* tether_uv_ticks: runs tether_tick */
     tether_cq *cq;
     tether_uv_fn fn;
     void *arg;
     int bound;   /* tether_cq_loop_thread called, on the loop's thread */
+    int ticking; /* tether_uv_ticks on: one count of tether_ticks_external */
     int closing; /* handles whose close callback has not come */
 };
 
@@ -69,6 +73,11 @@ static void on_prepare(uv_prepare_t *h) {
         uv_idle_stop(&w->idle);
 }
 
+static void on_timer(uv_timer_t *h) {
+    (void)h;
+    tether_tick();
+}
+
 static void on_closed(uv_handle_t *h) {
     tether_uv *w = h->data;
     if (--w->closing == 0)
@@ -84,7 +93,8 @@ static int uv_failed(tether_error *err, int rc) {
  * w. */
 static void close_all(tether_uv *w) {
     uv_handle_t *hs[] = {(uv_handle_t *)&w->poll, (uv_handle_t *)&w->check,
-                         (uv_handle_t *)&w->prepare, (uv_handle_t *)&w->idle};
+                         (uv_handle_t *)&w->prepare, (uv_handle_t *)&w->idle,
+                         (uv_handle_t *)&w->timer};
     int n = (int)(sizeof(hs) / sizeof(hs[0]));
     w->closing = n;
     for (int i = 0; i < n; i++)
@@ -113,11 +123,14 @@ int tether_uv_create(tether_uv **out, uv_loop_t *loop, tether_cq *cq,
     uv_check_init(loop, &w->check); /* these cannot fail */
     uv_prepare_init(loop, &w->prepare);
     uv_idle_init(loop, &w->idle);
+    uv_timer_init(loop, &w->timer);
     w->poll.data = w->check.data = w->prepare.data = w->idle.data = w;
+    w->timer.data = w;
     /* Only the poll handle keeps the loop alive (tether_uv_handle). */
     uv_unref((uv_handle_t *)&w->check);
     uv_unref((uv_handle_t *)&w->prepare);
     uv_unref((uv_handle_t *)&w->idle);
+    uv_unref((uv_handle_t *)&w->timer);
     rc = uv_poll_start(&w->poll, UV_READABLE, on_ready);
     if (rc == 0)
         rc = uv_check_start(&w->check, on_check);
@@ -135,9 +148,28 @@ uv_handle_t *tether_uv_handle(tether_uv *w) {
     return w ? (uv_handle_t *)&w->poll : NULL;
 }
 
+int tether_uv_ticks(tether_uv *w, int on) {
+    if (!w)
+        return TETHER_EINVAL;
+    on = on ? 1 : 0;
+    if (on == w->ticking)
+        return 0;
+    if (on) {
+        int rc = uv_timer_start(&w->timer, on_timer, TICK_MS, TICK_MS);
+        if (rc != 0)
+            return TETHER_EIO;
+    } else {
+        uv_timer_stop(&w->timer);
+    }
+    tether_ticks_external(on);
+    w->ticking = on;
+    return 0;
+}
+
 void tether_uv_destroy(tether_uv *w) {
     if (!w)
         return;
+    tether_uv_ticks(w, 0);
     if (w->bound)
         tether_cq_loop_thread(w->cq, 0);
     close_all(w); /* closing a handle stops it */

@@ -6,7 +6,11 @@
  * anything is subscribed; each subscriber's callback runs on it every tick
  * (the pool's housekeeping rides on it, so the process has one background
  * thread, not one per pool). With no thread, readers fall back to the
- * coarse clock (tether__ticker_ms). */
+ * coarse clock (tether__ticker_ms).
+ *
+ * tether_ticks_external stops the thread and lets the application run the
+ * ticks with tether_tick, from its event loop (docs/evloop.md, "Ticks on
+ * the loop"): a single-threaded program then has no thread of ours. */
 #include "internal.h"
 
 #include <pthread.h>
@@ -25,6 +29,8 @@ static tether__tick_sub *tk_subs;
 static int tk_running;
 static uint64_t tk_gen;
 static pthread_t tk_thread;
+static int tk_external;    /* tether_ticks_external's count */
+static unsigned tk_manual; /* ticks run by tether_tick */
 
 static void tk_init(void) {
     pthread_condattr_t ca;
@@ -67,29 +73,42 @@ static void *tk_main(void *arg) {
     return NULL;
 }
 
+/* Start the thread (tk_lock held, not running). */
+static void start_locked(void) {
+    tk_running = 1;
+    tk_gen++;
+    publish();
+    /* Every signal blocked on the thread: the application's signals go to
+     * its own threads (a program under libtether-preload never knew this
+     * thread exists). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc =
+        pthread_create(&tk_thread, NULL, tk_main, (void *)(uintptr_t)tk_gen);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0)
+        atomic_store(&tether__ticker_on, 1);
+    else
+        tk_running = 0; /* no thread: readers use the coarse clock */
+}
+
+/* Tell the thread to end (tk_lock held, running); the caller joins *t
+ * once it has let the lock go. */
+static void stop_locked(pthread_t *t) {
+    tk_running = 0;
+    atomic_store(&tether__ticker_on, 0);
+    pthread_cond_broadcast(&tk_cv);
+    *t = tk_thread;
+}
+
 void tether__ticker_subscribe(tether__tick_sub *s) {
     pthread_once(&tk_once, tk_init);
     pthread_mutex_lock(&tk_lock);
     s->next = tk_subs;
     tk_subs = s;
-    if (!tk_running) {
-        tk_running = 1;
-        tk_gen++;
-        publish();
-        /* Every signal blocked on the thread: the application's signals
-         * go to its own threads (a program under libtether-preload never
-         * knew this thread exists). */
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        int rc = pthread_create(&tk_thread, NULL, tk_main,
-                                (void *)(uintptr_t)tk_gen);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (rc == 0)
-            atomic_store(&tether__ticker_on, 1);
-        else
-            tk_running = 0; /* no thread: readers use the coarse clock */
-    }
+    if (!tk_running && !tk_external)
+        start_locked();
     pthread_mutex_unlock(&tk_lock);
 }
 
@@ -101,15 +120,41 @@ void tether__ticker_unsubscribe(tether__tick_sub *s) {
     if (*pp)
         *pp = s->next;
     int stop = tk_running && !tk_subs;
-    pthread_t t = tk_thread;
-    if (stop) {
-        tk_running = 0;
-        atomic_store(&tether__ticker_on, 0);
-        pthread_cond_broadcast(&tk_cv);
+    pthread_t t;
+    if (stop)
+        stop_locked(&t);
+    pthread_mutex_unlock(&tk_lock);
+    if (stop)
+        pthread_join(t, NULL);
+}
+
+void tether_ticks_external(int on) {
+    pthread_once(&tk_once, tk_init);
+    pthread_mutex_lock(&tk_lock);
+    int stop = 0;
+    pthread_t t;
+    if (on) {
+        stop = tk_external++ == 0 && tk_running;
+        if (stop)
+            stop_locked(&t);
+    } else if (tk_external > 0 && --tk_external == 0 && tk_subs &&
+               !tk_running) {
+        start_locked();
     }
     pthread_mutex_unlock(&tk_lock);
     if (stop)
         pthread_join(t, NULL);
+}
+
+void tether_tick(void) {
+    pthread_once(&tk_once, tk_init);
+    pthread_mutex_lock(&tk_lock);
+    if (!tk_running) { /* the thread, when it runs, keeps its own ticks */
+        tk_manual++;
+        for (tether__tick_sub *s = tk_subs; s; s = s->next)
+            s->fn(s->ctx, tk_manual);
+    }
+    pthread_mutex_unlock(&tk_lock);
 }
 
 void tether__ticker_fork_prepare(void) {

@@ -5,7 +5,9 @@
  * libuv, a release elsewhere on the loop's thread serves the next acquire
  * in the same turn, without waking the eventfd); a timeout
  * arrives the same way; destroy is clean; both allocate through tether's
- * allocator (tether_set_allocator) and report running out of memory.
+ * allocator (tether_set_allocator) and report running out of memory;
+ * with tether_uv_ticks / tether_levent_ticks the loop runs the pools'
+ * ticks and the library's thread is gone until they are given back.
  * Linked with the shared library and both adapters, so built only when
  * both are (tests/CMakeLists.txt). */
 #include <setjmp.h>
@@ -15,7 +17,9 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <poll.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -199,6 +203,128 @@ static void test_libevent(void **state) {
     sim_pool_close(&f);
 }
 
+/* ---- ticks on the loop ------------------------------------------------ */
+
+/* threads counts the process's threads (/proc/self/task), once no thread
+ * of a pool's is still ending (a few ms at most). */
+static int threads(void) {
+    int n = 0;
+    for (int tries = 0; tries < 100; tries++) {
+        DIR *d = opendir("/proc/self/task");
+        assert_non_null(d);
+        int now = 0;
+        for (struct dirent *e; (e = readdir(d));)
+            now += e->d_name[0] != '.';
+        closedir(d);
+        if (now == n)
+            return n;
+        n = now;
+        struct timespec ts = {0, 5000000};
+        nanosleep(&ts, NULL);
+    }
+    return n;
+}
+
+static int64_t pool_timeouts(tether_pool *p) {
+    tether_pool_metrics m;
+    tether_pool_metrics_get(p, &m);
+    return (int64_t)m.timeouts;
+}
+
+/* One adapter's loop, as the ticks test drives it. */
+typedef struct loop_ops {
+    void *w, *loop;
+    int (*ticks)(void *w, int on);
+    void (*once)(void *loop);
+} loop_ops;
+
+/* check_ticks: with the loop's ticks on, the library's thread is gone; a
+ * non-blocking acquire's deadline passes unnoticed while the loop does
+ * not run (no tick), and its timeout comes once the loop runs; the thread
+ * is back when the ticks are given back (tether_ticks_external counts). */
+static void check_ticks(tether_pool *pool, tether_cq *cq, run *r,
+                        const loop_ops *o) {
+    tether_lease *a, *b;
+    assert_int_equal(tether_pool_acquire(pool, 1000, &a, NULL), 0);
+    assert_int_equal(tether_pool_acquire(pool, 1000, &b, NULL), 0);
+    int with_thread = threads();
+    assert_int_equal(o->ticks(o->w, 1), 0);
+    assert_int_equal(o->ticks(o->w, 1), 0); /* already on: one count */
+    assert_int_equal(threads(), with_thread - 1);
+    assert_int_equal(tether_pool_acquire_start(pool, cq, 30, NULL, NULL, NULL),
+                     0);
+    struct timespec ts = {0, 150000000};
+    nanosleep(&ts, NULL);
+    assert_int_equal(pool_timeouts(pool), 0); /* no tick without the loop */
+    r->timeouts = 0;
+    for (int i = 0; i < 1000 && r->timeouts == 0; i++)
+        o->once(o->loop);
+    assert_int_equal(r->timeouts, 1);
+    assert_int_equal(pool_timeouts(pool), 1);
+    tether_ticks_external(1); /* counted: the adapter's 0 is not enough */
+    assert_int_equal(o->ticks(o->w, 0), 0);
+    assert_int_equal(threads(), with_thread - 1);
+    tether_ticks_external(0);
+    assert_int_equal(threads(), with_thread);
+    assert_int_equal(o->ticks(o->w, 1), 0); /* destroy gives it back */
+    assert_int_equal(threads(), with_thread - 1);
+    tether_lease_release(a);
+    tether_lease_release(b);
+}
+
+static int uv_ticks(void *w, int on) {
+    return tether_uv_ticks(w, on);
+}
+
+static void uv_run_once(void *loop) {
+    uv_run(loop, UV_RUN_ONCE);
+}
+
+static void test_uv_ticks(void **state) {
+    (void)state;
+    uv_fixture u;
+    uv_open(&u);
+    u.r.keep_last = 0;
+    int with_thread = threads();
+    loop_ops o = {u.w, &u.loop, uv_ticks, uv_run_once};
+    check_ticks(u.f.pool, u.cq, &u.r, &o);
+    assert_int_equal(tether_uv_ticks(NULL, 1), TETHER_EINVAL);
+    uv_close_all(&u);
+    assert_int_equal(threads(), with_thread - 1); /* the pool is gone too */
+}
+
+static int ev_ticks(void *w, int on) {
+    return tether_levent_ticks(w, on);
+}
+
+static void ev_run_once(void *base) {
+    event_base_loop(base, EVLOOP_ONCE);
+}
+
+static void test_libevent_ticks(void **state) {
+    (void)state;
+    sim_pool f;
+    make_pool(&f);
+    tether_cq *cq = tether_cq_create(NULL);
+    assert_non_null(cq);
+    struct event_base *base = event_base_new();
+    assert_non_null(base);
+    run r;
+    memset(&r, 0, sizeof(r));
+    tether_levent *w;
+    assert_int_equal(
+        tether_levent_create(&w, base, cq, on_completion, &r, NULL), 0);
+    int with_thread = threads();
+    loop_ops o = {w, base, ev_ticks, ev_run_once};
+    check_ticks(f.pool, cq, &r, &o);
+    assert_int_equal(tether_levent_ticks(NULL, 1), TETHER_EINVAL);
+    tether_levent_destroy(w);
+    assert_int_equal(threads(), with_thread);
+    event_base_free(base);
+    tether_cq_destroy(cq);
+    sim_pool_close(&f);
+}
+
 /* ---- both adapters allocate through tether's allocator -------------- */
 
 static int allocs, frees, fail_allocs;
@@ -268,6 +394,8 @@ int main(void) {
         cmocka_unit_test(test_uv),
         cmocka_unit_test(test_uv_same_turn),
         cmocka_unit_test(test_libevent),
+        cmocka_unit_test(test_uv_ticks),
+        cmocka_unit_test(test_libevent_ticks),
         cmocka_unit_test(test_allocator),
     };
     return cmocka_run_group_tests_name("adapters", tests, NULL, NULL);
