@@ -22,7 +22,8 @@
 #include <unistd.h>
 
 #define ENTRY_FILE "tether_pool_acquire_start" /* leak reports' "file" */
-#define FAR_OFF_MS 50 /* far_off: well over the coarse clock's lag */
+#define CHUNK_ENTRIES 64 /* entries allocated together (cq_entry_new) */
+#define FAR_OFF_MS 50    /* far_off: well over the coarse clock's lag */
 
 enum { ENTRY_NEW = 0, ENTRY_QUEUED, ENTRY_WORKING, ENTRY_POSTED };
 
@@ -48,11 +49,22 @@ struct tether__cq_entry {
     tether_error *err;  /* NULL until the acquire fails (entry_err) */
 };
 
+/* Entries come from chunks of CHUNK_ENTRIES, kept until the cq is
+ * destroyed; a freed entry goes on the cq's free list for the next
+ * acquire (docs/evloop.md, "Cost"). */
+typedef struct cq_chunk {
+    struct cq_chunk *next;
+    tether__cq_entry e[CHUNK_ENTRIES];
+} cq_chunk;
+
 struct tether_cq {
     int fd;
     pthread_mutex_t lock;
-    pthread_cond_t posted; /* an entry was posted (tether_cq_destroy) */
-    tether__cq_entry *all; /* every entry not freed yet */
+    pthread_cond_t posted;       /* an entry was posted (tether_cq_destroy) */
+    tether__cq_entry *all;       /* every entry not freed yet */
+    tether__cq_entry *free_list; /* freed entries, linked by cnext */
+    cq_chunk *chunks;            /* the newest first */
+    int chunk_used;              /* entries taken from chunks->e */
     tether__cq_entry *ready, *ready_tail;
     int nall, nready;
     int signaled;          /* the eventfd's counter is not 0 */
@@ -96,14 +108,33 @@ int tether_cq_pending(tether_cq *cq) {
     return n;
 }
 
-static void cq_add(tether_cq *cq, tether__cq_entry *e) {
+/* A zeroed entry linked into cq->all, or NULL when out of memory. */
+static tether__cq_entry *cq_entry_new(tether_cq *cq) {
     pthread_mutex_lock(&cq->lock);
+    tether__cq_entry *e = cq->free_list;
+    if (e) {
+        cq->free_list = e->cnext;
+    } else if (cq->chunks && cq->chunk_used < CHUNK_ENTRIES) {
+        e = &cq->chunks->e[cq->chunk_used++];
+    } else {
+        cq_chunk *c = tether__malloc(sizeof(*c));
+        if (!c) {
+            pthread_mutex_unlock(&cq->lock);
+            return NULL;
+        }
+        c->next = cq->chunks;
+        cq->chunks = c;
+        cq->chunk_used = 1;
+        e = &c->e[0];
+    }
+    memset(e, 0, sizeof(*e));
     e->cnext = cq->all;
     if (cq->all)
         cq->all->cprev = e;
     cq->all = e;
     cq->nall++;
     pthread_mutex_unlock(&cq->lock);
+    return e;
 }
 
 static void cq_free(tether_cq *cq, tether__cq_entry *e) {
@@ -115,9 +146,11 @@ static void cq_free(tether_cq *cq, tether__cq_entry *e) {
     if (e->cnext)
         e->cnext->cprev = e->cprev;
     cq->nall--;
+    tether_error *err = e->err;
+    e->cnext = cq->free_list;
+    cq->free_list = e;
     pthread_mutex_unlock(&cq->lock);
-    tether__free(e->err);
-    tether__free(e);
+    tether__free(err);
 }
 
 void tether_cq_loop_thread(tether_cq *cq, int on) {
@@ -431,11 +464,10 @@ int tether_pool_acquire_start(tether_pool *p, tether_cq *cq, int64_t timeout_ms,
     int rc = tether__pool_acquire_limit(p, timeout_ms, &timeout_ms, err);
     if (rc)
         return rc;
-    tether__cq_entry *e = tether__malloc(sizeof(*e));
+    tether__cq_entry *e = cq_entry_new(cq);
     if (!e)
         return tether_error_set(err, TETHER_ENOMEM, TETHER_CLASS_PERMANENT,
                                 NULL);
-    memset(e, 0, sizeof(*e));
     e->w.wake = cq_entry_wake;
     e->w.wake_arg = e;
     e->w.no_thread = 1;
@@ -448,7 +480,6 @@ int tether_pool_acquire_start(tether_pool *p, tether_cq *cq, int64_t timeout_ms,
     e->w.deadline_ns = e->start_ns + timeout_ms * 1000000LL;
     if (ticket)
         *ticket = e->ticket;
-    cq_add(cq, e);
     drive(e); /* e may be posted, taken and freed once this returns */
     return 0;
 }
@@ -599,5 +630,9 @@ void tether_cq_destroy(tether_cq *cq) {
     close(cq->fd);
     pthread_cond_destroy(&cq->posted);
     pthread_mutex_destroy(&cq->lock);
+    for (cq_chunk *k = cq->chunks, *next; k; k = next) {
+        next = k->next;
+        tether__free(k);
+    }
     tether__free(cq);
 }
