@@ -1,13 +1,13 @@
-/* evloop.c - one thread, one libuv loop, thousands of concurrent queries
- * over a pool of 8 PostgreSQL connections, nothing blocking
- * (docs/evloop.md).
+/* evloop.c - one thread, one event loop (libuv, or libevent with
+ * --libevent), thousands of concurrent queries over a pool of 8 PostgreSQL
+ * connections, nothing blocking (docs/evloop.md).
  *
  *   example_evloop CONNINFO [REQUESTS [CONNECTIONS]] [--dedicated]
- *                  [--ticker-thread]
+ *                  [--ticker-thread] [--libevent]
  *
  * CONNINFO is a plain libpq connection string. Every request starts a
  * non-blocking acquire (tether_pool_acquire_start); when its connection
- * comes (tether_uv's callback), it sends "SELECT <its number>" with
+ * comes (the adapter's callback), it sends "SELECT <its number>" with
  * PQsendQuery and reads the result when the socket is readable
  * (PQconsumeInput, PQisBusy, PQgetResult, driven by the loop), checks the
  * number and releases the connection. With --dedicated the same loop
@@ -23,7 +23,9 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, getrusage */
 
+#include <event2/event.h>
 #include <tether.h>
+#include <tether_event.h>
 #include <tether_pq.h>
 #include <tether_uv.h>
 
@@ -40,7 +42,8 @@ typedef struct req req;
 
 /* One connection's socket, watched while a query is on it. */
 typedef struct conn_io {
-    uv_poll_t poll;
+    uv_poll_t poll;   /* with libuv */
+    struct event *ev; /* with libevent */
     PGconn *pg;
     req *req; /* the request on it, or NULL */
 } conn_io;
@@ -53,10 +56,12 @@ struct req {
 
 static struct {
     uv_loop_t *loop;
-    int dedicated, ticker_thread;
+    struct event_base *base; /* --libevent */
+    int dedicated, ticker_thread, libevent;
     tether_pool *pool;
     tether_cq *cq;
-    tether_uv *watch;
+    tether_uv *watch;      /* libuv */
+    tether_levent *lwatch; /* libevent */
     conn_io *ios[MAX_CONNS];
     int nios;
     req *reqs;
@@ -64,6 +69,8 @@ static struct {
 } A;
 
 static void req_done(req *r, int ok);
+static void on_socket_uv(uv_poll_t *h, int status, int events);
+static void on_socket_ev(evutil_socket_t fd, short what, void *arg);
 
 /* The conn_io of pg: one per connection, made when first seen. */
 static conn_io *io_for(PGconn *pg) {
@@ -73,7 +80,11 @@ static conn_io *io_for(PGconn *pg) {
     if (A.nios == MAX_CONNS)
         return NULL;
     conn_io *io = calloc(1, sizeof(*io));
-    if (!io || uv_poll_init(A.loop, &io->poll, PQsocket(pg)) != 0) {
+    int ok =
+        io && (A.libevent ? (io->ev = event_new(A.base, PQsocket(pg), EV_READ,
+                                                on_socket_ev, io)) != NULL
+                          : uv_poll_init(A.loop, &io->poll, PQsocket(pg)) == 0);
+    if (!ok) {
         free(io);
         return NULL;
     }
@@ -83,6 +94,27 @@ static conn_io *io_for(PGconn *pg) {
     return io;
 }
 
+/* Wait for io's socket to turn readable (and writable: more to send). */
+static void watch(conn_io *io, int writable) {
+    if (!A.libevent) {
+        uv_poll_start(&io->poll, UV_READABLE | (writable ? UV_WRITABLE : 0),
+                      on_socket_uv);
+        return;
+    }
+    event_del(io->ev);
+    event_assign(io->ev, A.base, PQsocket(io->pg),
+                 EV_READ | EV_PERSIST | (writable ? EV_WRITE : 0), on_socket_ev,
+                 io);
+    event_add(io->ev, NULL);
+}
+
+static void unwatch(conn_io *io) {
+    if (A.libevent)
+        event_del(io->ev);
+    else
+        uv_poll_stop(&io->poll);
+}
+
 static void fail(req *r, const char *what, const char *detail) {
     if (A.errors++ < 5)
         fprintf(stderr, "request %d: %s: %s\n", r->id, what, detail);
@@ -90,21 +122,20 @@ static void fail(req *r, const char *what, const char *detail) {
 }
 
 /* Read what the server sent; the request is done when its result is in. */
-static void on_socket(uv_poll_t *h, int status, int events) {
-    conn_io *io = h->data;
+static void socket_ready(conn_io *io, int failed, int writable) {
     req *r = io->req;
-    if (status < 0 || !PQconsumeInput(io->pg)) {
-        uv_poll_stop(&io->poll);
+    if (failed || !PQconsumeInput(io->pg)) {
+        unwatch(io);
         fail(r, "read", PQerrorMessage(io->pg));
         return;
     }
-    if ((events & UV_WRITABLE) && PQflush(io->pg) == 0)
-        uv_poll_start(&io->poll, UV_READABLE, on_socket);
+    if (writable && PQflush(io->pg) == 0)
+        watch(io, 0);
     char bad[128] = "";
     while (!PQisBusy(io->pg)) {
         PGresult *res = PQgetResult(io->pg);
         if (!res) { /* the query's results are all in */
-            uv_poll_stop(&io->poll);
+            unwatch(io);
             if (bad[0])
                 fail(r, "result", bad);
             else
@@ -120,6 +151,15 @@ static void on_socket(uv_poll_t *h, int status, int events) {
     }
 }
 
+static void on_socket_uv(uv_poll_t *h, int status, int events) {
+    socket_ready(h->data, status < 0, events & UV_WRITABLE);
+}
+
+static void on_socket_ev(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    socket_ready(arg, 0, what & EV_WRITE);
+}
+
 /* Send r's query on io's connection and watch the socket. */
 static void send_query(req *r, conn_io *io) {
     char q[32];
@@ -130,11 +170,10 @@ static void send_query(req *r, conn_io *io) {
         fail(r, "send", PQerrorMessage(io->pg));
         return;
     }
-    int more = PQflush(io->pg) == 1;
-    uv_poll_start(&io->poll, UV_READABLE | (more ? UV_WRITABLE : 0), on_socket);
+    watch(io, PQflush(io->pg) == 1);
 }
 
-/* tether_uv calls this for each completed acquire. */
+/* The adapter calls this for each completed acquire. */
 static void on_lease(tether_completion *c, void *arg) {
     (void)arg;
     req *r = c->user;
@@ -168,7 +207,9 @@ static void req_done(req *r, int ok) {
                 tether_lease_discard(r->lease); /* state unknown */
             r->lease = NULL;
         }
-        if (A.done == A.n)
+        if (A.done == A.n && A.libevent)
+            event_base_loopbreak(A.base); /* the watcher's event persists */
+        else if (A.done == A.n)
             uv_unref(tether_uv_handle(A.watch)); /* let uv_run return */
     } else if (io && ok && A.next < A.n) {
         send_query(&A.reqs[A.next++], io); /* the next one in line */
@@ -184,7 +225,8 @@ static double run_batch(int first, int n) {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!A.dedicated) {
-        uv_ref(tether_uv_handle(A.watch));
+        if (!A.libevent)
+            uv_ref(tether_uv_handle(A.watch));
         for (int i = 0; i < n; i++) {
             tether_error err;
             if (tether_pool_acquire_start(A.pool, A.cq, -1, &A.reqs[i], NULL,
@@ -195,7 +237,9 @@ static double run_batch(int first, int n) {
         for (int i = 0; i < A.nios && A.next < n; i++)
             send_query(&A.reqs[A.next++], A.ios[i]);
     }
-    if (A.done < n)
+    if (A.done < n && A.libevent)
+        event_base_loop(A.base, 0);
+    else if (A.done < n)
         uv_run(A.loop, UV_RUN_DEFAULT);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     return (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
@@ -212,9 +256,14 @@ static int open_pool(const char *conninfo, int conns, int n) {
     free(ci);
     if (rc == 0 && !(A.cq = tether_cq_create(&err)))
         rc = err.code;
-    if (rc == 0)
+    if (rc == 0 && A.libevent)
+        rc =
+            tether_levent_create(&A.lwatch, A.base, A.cq, on_lease, NULL, &err);
+    else if (rc == 0)
         rc = tether_uv_create(&A.watch, A.loop, A.cq, on_lease, NULL, &err);
-    if (rc == 0 && !A.ticker_thread && (rc = tether_uv_ticks(A.watch, 1)))
+    if (rc == 0 && !A.ticker_thread &&
+        (rc = A.libevent ? tether_levent_ticks(A.lwatch, 1)
+                         : tether_uv_ticks(A.watch, 1)))
         tether_error_set(&err, rc, TETHER_CLASS_PERMANENT, "no loop timer");
     if (rc != 0)
         fprintf(stderr, "pool: %s\n", err.message);
@@ -257,12 +306,20 @@ static void on_closed(uv_handle_t *h) {
 
 static void close_all(void) {
     tether_uv_destroy(A.watch);
+    tether_levent_destroy(A.lwatch);
     for (int i = 0; i < A.nios; i++) {
         if (A.dedicated)
             PQfinish(A.ios[i]->pg);
-        uv_close((uv_handle_t *)&A.ios[i]->poll, on_closed);
+        if (A.libevent) {
+            event_free(A.ios[i]->ev);
+            free(A.ios[i]);
+        } else {
+            uv_close((uv_handle_t *)&A.ios[i]->poll, on_closed);
+        }
     }
     uv_run(A.loop, UV_RUN_DEFAULT); /* the close callbacks */
+    if (A.base)
+        event_base_free(A.base);
     tether_cq_destroy(A.cq);
     tether_pool_destroy(A.pool);
 }
@@ -275,6 +332,8 @@ int main(int argc, char **argv) {
             A.dedicated = 1;
         else if (!strcmp(argv[i], "--ticker-thread"))
             A.ticker_thread = 1;
+        else if (!strcmp(argv[i], "--libevent"))
+            A.libevent = 1;
         else if (np < 3)
             pos[np++] = argv[i];
     }
@@ -282,11 +341,15 @@ int main(int argc, char **argv) {
     if (!pos[0] || n < 1 || conns < 1 || conns > MAX_CONNS) {
         fprintf(stderr,
                 "usage: %s CONNINFO [REQUESTS [CONNECTIONS]] "
-                "[--dedicated] [--ticker-thread]\n",
+                "[--dedicated] [--ticker-thread] [--libevent]\n",
                 argv[0]);
         return 2;
     }
     A.loop = uv_default_loop();
+    if (A.libevent && !(A.base = event_base_new())) {
+        fprintf(stderr, "event_base_new failed\n");
+        return 1;
+    }
     A.reqs = calloc((size_t)n + 2 * (size_t)conns, sizeof(req));
     int rc = A.dedicated ? open_dedicated(pos[0], conns)
                          : open_pool(pos[0], conns, n);
