@@ -249,6 +249,7 @@ check_pg_jobs() {
 # tether-evloop) every 20 ms meanwhile: never above 8, and seen at least
 # once (else the sampler missed the run and proves nothing). The loop runs
 # the pool's ticks: the example's process has one thread after its batch.
+# Then the same on a libevent base (--libevent).
 check_evloop() {
   local v
   for v in PGC_HOST PRIMARY_PORT PGC_USER PGC_PASSWORD PGC_DB PGC_DIR PGC_CTL; do
@@ -277,6 +278,10 @@ check_evloop() {
   if grep -qF -- "$PGC_PASSWORD" "$tmp/out" "$tmp/err"; then
     fail "the password appears in the output"
   fi
+  run "$ci" 20000 8 --libevent # the same through libtether-event
+  [ "$status" -eq 0 ] || fail "--libevent: exit status $status, want 0"
+  grep -Eq '^mode pool requests 20000 completed 20000 errors 0 max_connections [1-8] seconds [0-9.]+ qps [0-9]+ cpu_us_per_query [0-9.]+ threads 1$' "$tmp/out" ||
+    fail "--libevent: want 'mode pool requests 20000 completed 20000 errors 0 ... threads 1'"
   run
   [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
 }
