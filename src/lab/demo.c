@@ -1060,6 +1060,12 @@ static int faults_done(int k) {
     return n;
 }
 
+/* The name of a failed connect's code: "" for none, "?" when the event
+ * carried no code. */
+static const char *fail_name(int code) {
+    return code == 0 ? "" : code == -1 ? "?" : tether_errname(code);
+}
+
 /* fr's writes-back fields, after its recovery_ms. */
 static void back_json(const fault_rec *fr) {
     int64_t back = atomic_load(&fr->back_ms);
@@ -1078,7 +1084,8 @@ static void back_json(const fault_rec *fr) {
                "\"pause_left_ms\":%lld,"
                "\"connects\":{\"attempts\":%u,\"failed\":%u,"
                "\"wrong_role\":%u,\"skipped\":%u,\"pause_ms\":%lld,"
-               "\"min_budget_ms\":%lld,\"max_budget_ms\":%lld}}",
+               "\"min_budget_ms\":%lld,\"max_budget_ms\":%lld,"
+               "\"first_failure\":\"%s\",\"first_failure_ms\":%lld}}",
                j ? "," : "", D.watch[j].name, (long long)writes_back_ms(fr, j),
                back ? tether_breaker_state_name(b->state) : "",
                (long long)(back ? b->period_end_ms - back : -1),
@@ -1092,7 +1099,11 @@ static void back_json(const fault_rec *fr) {
                atomic_load(&b->failed), atomic_load(&b->wrong_role),
                atomic_load(&b->skipped), (long long)atomic_load(&b->pause_ms),
                (long long)atomic_load(&b->min_budget),
-               (long long)atomic_load(&b->max_budget));
+               (long long)atomic_load(&b->max_budget),
+               fail_name(atomic_load(&b->first_fail_code)),
+               (long long)(atomic_load(&b->first_fail_code)
+                               ? atomic_load(&b->first_fail_ms)
+                               : -1));
     }
     printf("},\"job_failures\":%llu",
            (unsigned long long)atomic_load(&fr->job_failures));
@@ -1332,7 +1343,10 @@ static void help(void) {
         "from it to the first write in the slower pool (-1: none),\n"
         "writes_back_allowed_ms, writes_back_late, writes_back: per pool "
         "(app, jobs)\nwrites_back_ms, breaker, period_end_ms, period_from, "
-        "allowed_ms, judged,\nlate), failover_ms (the failover's "
+        "allowed_ms, judged,\nlate, pause_left_ms, connects: the pool's "
+        "connect attempts from the\nreturn to its first write, the first "
+        "failure's code and its time after\nthe return), failover_ms (the "
+        "failover's "
         "recovery_ms); double_leases,\naccounting_mismatches, "
         "accounting_checks, deadline_overruns,\nworst_overrun_ms, "
         "overrun_slack_ms, errors_within_deadline, rss_growth_pct, seed; "

@@ -42,6 +42,10 @@ typedef struct fault_back {
     atomic_uint attempts, failed, wrong_role, skipped;
     atomic_int_fast64_t pause_ms;               /* pauses between passes */
     atomic_int_fast64_t min_budget, max_budget; /* of the attempts; -1 */
+    /* The first failed attempt: its code (0: none) and when it failed,
+     * from the server's return. */
+    atomic_int first_fail_code;
+    atomic_int_fast64_t first_fail_ms;
     int64_t pause_left_ms; /* a connector's pause between passes in force at
                               the return: how much of it was left (0 none) */
     /* A connect attempt begun in the outage that timed out after the return

@@ -226,6 +226,8 @@ void check_back_start(fault_back *b, pool_watch *w, int64_t back_ms) {
     b->state = m.breaker_state;
     atomic_store(&b->min_budget, -1);
     atomic_store(&b->max_budget, -1);
+    atomic_store(&b->first_fail_code, 0);
+    atomic_store(&b->first_fail_ms, 0);
     atomic_store(&b->caught_ms, 0);
     b->caught_read = b->caught_opened = 0;
     b->period_end_ms = back_ms;
@@ -300,7 +302,10 @@ void check_back_event(fault_back *b, const tether_connect_event *ev,
         atomic_fetch_add(&b->skipped, 1);
         return;
     case TETHER_PHASE_FAIL:
-        atomic_fetch_add(&b->failed, 1);
+        if (atomic_fetch_add(&b->failed, 1) == 0) {
+            atomic_store(&b->first_fail_ms, now_ms - back_ms);
+            atomic_store(&b->first_fail_code, ev->code ? ev->code : -1);
+        }
         note_caught(b, ev, now_ms, back_ms);
         break;
     case TETHER_PHASE_ROLE:
