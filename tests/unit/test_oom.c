@@ -444,19 +444,27 @@ static int work(void *handle, void *arg, const tether_attempt *a,
     return tether_sim_use(handle, err);
 }
 
-static void scenario_pool(void) {
+/* sim_on makes a sim server on vc's clock (its creation swept like any
+ * call) and fills po with pool options over it, on the same clock. */
+static tether_sim *sim_on(tether_vclock *vc, tether_pool_opts *po) {
     tether_error E;
-    tether_vclock *vc = new_vclock();
     tether_sim_opts so;
     tether_sim_opts_init(&so);
     so.clock = tether_vclock_clock(vc);
     tether_sim *sim;
     TRY_NEW(sim, tether_sim_create(&sim, &so, &E));
+    tether_pool_opts_init(po);
+    po->driver = tether_driver_sim();
+    po->driver_ctx = sim;
+    po->clock = tether_vclock_clock(vc);
+    return sim;
+}
+
+static void scenario_pool(void) {
+    tether_error E;
+    tether_vclock *vc = new_vclock();
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
-    po.driver = tether_driver_sim();
-    po.driver_ctx = sim;
-    po.clock = tether_vclock_clock(vc);
+    tether_sim *sim = sim_on(vc, &po);
     po.max_size = 3;
     po.name = "oom";
     po.conninfo = "host=a password=s3cret";
@@ -521,16 +529,8 @@ static void take_one(tether_cq *cq, tether_completion *c) {
 static void scenario_cq(void) {
     tether_error E;
     tether_vclock *vc = new_vclock();
-    tether_sim_opts so;
-    tether_sim_opts_init(&so);
-    so.clock = tether_vclock_clock(vc);
-    tether_sim *sim;
-    TRY_NEW(sim, tether_sim_create(&sim, &so, &E));
     tether_pool_opts po;
-    tether_pool_opts_init(&po);
-    po.driver = tether_driver_sim();
-    po.driver_ctx = sim;
-    po.clock = tether_vclock_clock(vc);
+    tether_sim *sim = sim_on(vc, &po);
     po.max_size = 1;
     po.max_waiters = 1;
     po.name = "oomcq";
