@@ -1526,6 +1526,22 @@ TETHER_API int tether_cq_next_sized(tether_cq *cq, tether_completion *out,
  * "Adapters"). */
 TETHER_API void tether_cq_loop_thread(tether_cq *cq, int on);
 
+/* A loop's "take the completions" request (tether_cq_loop_notify). */
+typedef void (*tether_cq_notify_fn)(void *arg);
+
+/* tether_cq_loop_notify is tether_cq_loop_thread(cq, 1) for a loop with no
+ * hook that runs before it waits (libevent 2.1): a completion posted on
+ * the calling thread calls fn(arg) instead of waking the descriptor, once
+ * until tether_cq_next next finds cq empty, and fn makes the loop take the
+ * ready completions before it next waits (libtether-event activates its
+ * event with event_active). fn runs on that thread, inside whatever tether
+ * call posted the completion (a release, an acquire served at once), with
+ * the pool's lock held: it must not call tether functions or block.
+ * tether_cq_loop_thread(cq, 0) forgets fn and the thread. Nothing for a
+ * NULL cq or fn. */
+TETHER_API void tether_cq_loop_notify(tether_cq *cq, tether_cq_notify_fn fn,
+                                      void *arg);
+
 /* tether_cq_pending returns how many of cq's acquires have not been taken
  * by tether_cq_next yet (waiting or ready). */
 TETHER_API int tether_cq_pending(tether_cq *cq);

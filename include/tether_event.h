@@ -24,7 +24,10 @@ typedef struct tether_levent tether_levent;
 
 /* tether_levent_create watches cq's descriptor with a persistent EV_READ
  * event on base and calls fn(completion, arg) for each completion, on the
- * base's thread. Returns 0, or TETHER_EINVAL / TETHER_ENOMEM / TETHER_EIO. */
+ * base's thread. From the event's first run on, a completion posted on
+ * that thread activates the event (tether_cq_loop_notify) instead of
+ * waking the descriptor. Returns 0, or TETHER_EINVAL / TETHER_ENOMEM /
+ * TETHER_EIO. */
 TETHER_API int tether_levent_create(tether_levent **out,
                                     struct event_base *base, tether_cq *cq,
                                     tether_levent_fn fn, void *arg,

@@ -1,8 +1,13 @@
 /* event.c - libtether-event: a cq's eventfd watched by a persistent
  * libevent EV_READ event; each completion goes to the user's callback
- * (docs/evloop.md). With tether_levent_ticks, a persistent timer event
- * runs the library's ticks (tether_tick) in place of its thread. Uses only
- * the public headers. */
+ * (docs/evloop.md). Once the event has run on the loop's thread, a
+ * completion posted on that thread (a release in a socket's callback
+ * handing its connection to a queued acquire) activates the event with
+ * event_active instead of waking the eventfd (tether_cq_loop_notify): it
+ * is taken in the same turn of the loop, without a write, a read and a
+ * wait. With tether_levent_ticks, a persistent timer event runs the
+ * library's ticks (tether_tick) in place of its thread. Uses only the
+ * public headers. */
 #include "tether_event.h"
 
 #include <stdlib.h>
@@ -17,15 +22,31 @@ struct tether_levent {
     tether_cq *cq;
     tether_levent_fn fn;
     void *arg;
+    int bound; /* tether_cq_loop_notify called, on the loop's thread */
 };
+
+/* The cq's notify function: take the completions in this turn. */
+static void activate(void *arg) {
+    tether_levent *w = arg;
+    event_active(w->ev, EV_READ, 1);
+}
 
 static void on_ready(evutil_socket_t fd, short what, void *arg) {
     tether_levent *w = arg;
     (void)fd;
     (void)what;
+    if (!w->bound) {
+        tether_cq_loop_notify(w->cq, activate, w);
+        w->bound = 1;
+    }
     tether_completion c;
-    for (int i = 0; i < BATCH && tether_cq_next(w->cq, &c) == 0; i++)
+    int i = 0;
+    while (i < BATCH && tether_cq_next(w->cq, &c) == 0) {
         w->fn(&c, w->arg);
+        i++;
+    }
+    if (i == BATCH) /* more may wait, told already: the next turn takes */
+        event_active(w->ev, EV_READ, 1);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg) {
@@ -92,6 +113,8 @@ void tether_levent_destroy(tether_levent *w) {
     if (!w)
         return;
     tether_levent_ticks(w, 0);
+    if (w->bound)
+        tether_cq_loop_thread(w->cq, 0);
     event_free(w->ev); /* deletes it first */
     tether_free(w);
 }

@@ -67,9 +67,12 @@ struct tether_cq {
     int chunk_used;              /* entries taken from chunks->e */
     tether__cq_entry *ready, *ready_tail;
     int nall, nready;
-    int signaled;          /* the eventfd's counter is not 0 */
-    int has_loop;          /* tether_cq_loop_thread: loop_thread is set */
-    pthread_t loop_thread; /* posts on it need no wake-up */
+    int signaled;               /* the eventfd's counter is not 0 */
+    int has_loop;               /* tether_cq_loop_thread: loop_thread is set */
+    pthread_t loop_thread;      /* posts on it need no wake-up */
+    tether_cq_notify_fn notify; /* tether_cq_loop_notify, or NULL */
+    void *notify_arg;
+    int notified; /* notify called since a take last found cq empty */
 };
 
 static _Atomic uint64_t next_ticket = 1;
@@ -153,17 +156,29 @@ static void cq_free(tether_cq *cq, tether__cq_entry *e) {
     tether__free(err);
 }
 
-void tether_cq_loop_thread(tether_cq *cq, int on) {
-    if (!cq)
-        return;
+static void bind_loop(tether_cq *cq, int on, tether_cq_notify_fn fn,
+                      void *arg) {
     pthread_mutex_lock(&cq->lock);
     cq->loop_thread = pthread_self();
     cq->has_loop = on ? 1 : 0;
-    if (!on && cq->ready && !cq->signaled) { /* posted unsignaled: wake */
+    cq->notify = on ? fn : NULL;
+    cq->notify_arg = arg;
+    cq->notified = 0;
+    if (cq->ready && !cq->signaled) { /* posted unsignaled: wake */
         uint64_t one = 1;
         cq->signaled = write(cq->fd, &one, sizeof(one)) == sizeof(one);
     }
     pthread_mutex_unlock(&cq->lock);
+}
+
+void tether_cq_loop_thread(tether_cq *cq, int on) {
+    if (cq)
+        bind_loop(cq, on, NULL, NULL);
+}
+
+void tether_cq_loop_notify(tether_cq *cq, tether_cq_notify_fn fn, void *arg) {
+    if (cq && fn)
+        bind_loop(cq, 1, fn, arg);
 }
 
 /* on_loop: the caller is the thread that takes cq's completions before its
@@ -173,7 +188,9 @@ static int on_loop(tether_cq *cq) {
 }
 
 /* Append e to cq's ready list; the eventfd turns readable with the first,
- * unless the loop's own thread posts it (it takes it before it waits). */
+ * unless the loop's own thread posts it: its loop takes it before it waits,
+ * told by the notify function once until a take finds cq empty, when it
+ * has one (tether_cq_loop_notify; called after the cq's lock is let go). */
 static void cq_push(tether_cq *cq, tether__cq_entry *e) {
     pthread_mutex_lock(&cq->lock);
     e->rnext = NULL;
@@ -183,12 +200,21 @@ static void cq_push(tether_cq *cq, tether__cq_entry *e) {
         cq->ready = e;
     cq->ready_tail = e;
     cq->nready++;
-    if (!cq->signaled && !on_loop(cq)) {
-        uint64_t one = 1;
-        cq->signaled = write(cq->fd, &one, sizeof(one)) == sizeof(one);
+    tether_cq_notify_fn notify = NULL;
+    if (!on_loop(cq)) {
+        if (!cq->signaled) {
+            uint64_t one = 1;
+            cq->signaled = write(cq->fd, &one, sizeof(one)) == sizeof(one);
+        }
+    } else if (cq->notify && !cq->notified) {
+        cq->notified = 1;
+        notify = cq->notify;
     }
+    void *arg = cq->notify_arg;
     pthread_cond_broadcast(&cq->posted);
     pthread_mutex_unlock(&cq->lock);
+    if (notify) /* only the loop's thread changes it: still valid */
+        notify(arg);
 }
 
 /* Take the first ready entry. The eventfd is drained when a take finds
@@ -205,9 +231,10 @@ static tether__cq_entry *cq_pop(tether_cq *cq) {
         if (!cq->ready)
             cq->ready_tail = NULL;
         cq->nready--;
-    } else if (cq->signaled) {
+    } else {
+        cq->notified = 0;
         uint64_t v;
-        if (read(cq->fd, &v, sizeof(v)) == sizeof(v))
+        if (cq->signaled && read(cq->fd, &v, sizeof(v)) == sizeof(v))
             cq->signaled = 0;
     }
     pthread_mutex_unlock(&cq->lock);

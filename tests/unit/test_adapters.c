@@ -1,9 +1,9 @@
 /* test_adapters.c - libtether-uv and libtether-event (src/adapters,
  * docs/evloop.md) over the sim driver: acquires started on a pool of 2
  * arrive through each loop's callback, in order, one call per completion,
- * leases released from the callback hand the connections on (and, with
- * libuv, a release elsewhere on the loop's thread serves the next acquire
- * in the same turn, without waking the eventfd); a timeout
+ * leases released from the callback hand the connections on (and a
+ * release elsewhere on the loop's thread serves the next acquire in the
+ * same turn, without waking the eventfd); a timeout
  * arrives the same way; destroy is clean; both allocate through tether's
  * allocator (tether_set_allocator) and report running out of memory;
  * with tether_uv_ticks / tether_levent_ticks the loop runs the pools'
@@ -203,6 +203,58 @@ static void test_libevent(void **state) {
     sim_pool_close(&f);
 }
 
+/* The same with libevent: once the watcher's event has run on the loop's
+ * thread, a release there activates it (tether_cq_loop_notify) instead of
+ * waking the eventfd, and one turn of the loop delivers every acquire. */
+static void on_ev_guard(evutil_socket_t fd, short what, void *arg) {
+    (void)fd;
+    (void)what;
+    *(int *)arg = 1;
+}
+
+static void test_libevent_same_turn(void **state) {
+    (void)state;
+    sim_pool f;
+    make_pool(&f);
+    tether_cq *cq = tether_cq_create(NULL);
+    assert_non_null(cq);
+    struct event_base *base = event_base_new();
+    assert_non_null(base);
+    run r;
+    memset(&r, 0, sizeof(r));
+    tether_levent *w;
+    assert_int_equal(
+        tether_levent_create(&w, base, cq, on_completion, &r, NULL), 0);
+    assert_int_equal(tether_pool_acquire_start(
+                         f.pool, cq, 5000, (void *)(intptr_t)-1, NULL, NULL),
+                     0); /* through the eventfd: the watcher binds */
+    event_base_loop(base, EVLOOP_ONCE);
+    assert_int_equal(r.ngot, 1);
+    r.ngot = 0;
+    tether_lease *a, *b;
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &a, NULL), 0);
+    assert_int_equal(tether_pool_acquire(f.pool, 1000, &b, NULL), 0);
+    start_all(f.pool, cq);
+    r.keep_last = 1;
+    int late = 0;
+    struct event *guard = evtimer_new(base, on_ev_guard, &late);
+    struct timeval two = {2, 0};
+    evtimer_add(guard, &two);
+    tether_lease_release(a);
+    tether_lease_release(b);
+    struct pollfd pfd = {tether_cq_fd(cq), POLLIN, 0};
+    assert_int_equal(poll(&pfd, 1, 0), 0); /* no wake-up written */
+    event_base_loop(base, EVLOOP_ONCE);
+    assert_int_equal(late, 0);
+    check_order(&r);
+    tether_lease_release(r.held);
+    event_free(guard);
+    tether_levent_destroy(w);
+    event_base_free(base);
+    tether_cq_destroy(cq);
+    sim_pool_close(&f);
+}
+
 /* ---- ticks on the loop ------------------------------------------------ */
 
 /* threads counts the process's threads (/proc/self/task), once no thread
@@ -394,6 +446,7 @@ int main(void) {
         cmocka_unit_test(test_uv),
         cmocka_unit_test(test_uv_same_turn),
         cmocka_unit_test(test_libevent),
+        cmocka_unit_test(test_libevent_same_turn),
         cmocka_unit_test(test_uv_ticks),
         cmocka_unit_test(test_libevent_ticks),
         cmocka_unit_test(test_allocator),

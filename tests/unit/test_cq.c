@@ -1,7 +1,8 @@
 /* test_cq.c - the non-blocking acquire (src/pool/cq.c, docs/evloop.md) over
  * the sim driver on the real clock: completion at once and after a
- * release, the descriptor's readiness, first come first served across
- * blocking and non-blocking waiters, the deadline kept by the pool's tick,
+ * release, the descriptor's readiness (and the loop thread's posts
+ * without it), first come first served across blocking and non-blocking
+ * waiters, the deadline kept by the pool's tick,
  * cancel (queued and posted), the queue bound, creation on a worker
  * thread, destroying the cq or the pool with acquires pending, and a
  * threaded stress test with an ownership marker (no lease handed twice,
@@ -208,6 +209,58 @@ static void test_loop_thread(void **state) {
     assert_true(readable(f.cq, 0));
     assert_int_equal(tether_cq_next(f.cq, &c), 0);
     tether_lease_release(c.lease);
+    teardown(&f);
+}
+
+/* tether_cq_loop_notify: a post on the bound thread calls the notify
+ * function instead of waking the descriptor, once until a take finds the
+ * queue empty; a post on another thread wakes the descriptor and does not
+ * call it; tether_cq_loop_thread(cq, 0) forgets it. */
+static void count_notify(void *arg) {
+    ++*(int *)arg;
+}
+
+static void test_loop_notify(void **state) {
+    (void)state;
+    fixture f;
+    setup(&f, 2);
+    sim_pool_warm(&f.sp, 2);
+    int told = 0;
+    tether_cq_loop_notify(f.cq, count_notify, &told);
+    tether_cq_loop_notify(f.cq, NULL, &told); /* ignored */
+    tether_completion c;
+    for (int i = 0; i < 2; i++) /* both served at once: told once */
+        assert_int_equal(
+            tether_pool_acquire_start(f.pool, f.cq, 1000, NULL, NULL, NULL), 0);
+    assert_int_equal(told, 1);
+    tether_lease *a = take_quiet(f.cq), *b = take_quiet(f.cq);
+    assert_int_equal(tether_cq_next(f.cq, &c), TETHER_EAGAIN); /* empty */
+    assert_int_equal(
+        tether_pool_acquire_start(f.pool, f.cq, 1000, NULL, NULL, NULL), 0);
+    assert_int_equal(told, 1); /* queued: nothing posted */
+    tether_lease_release(a);
+    assert_int_equal(told, 2); /* handed over on this thread */
+    a = take_quiet(f.cq);
+    assert_int_equal(tether_cq_next(f.cq, &c), TETHER_EAGAIN);
+    assert_int_equal(
+        tether_pool_acquire_start(f.pool, f.cq, 1000, NULL, NULL, NULL), 0);
+    pthread_t t;
+    pthread_create(&t, NULL, release_elsewhere, b);
+    pthread_join(t, NULL);
+    assert_int_equal(told, 2); /* another thread: the descriptor instead */
+    next_one(f.cq, &c);
+    assert_int_equal(c.rc, 0);
+    b = c.lease;
+    assert_int_equal(tether_cq_next(f.cq, &c), TETHER_EAGAIN);
+    assert_false(readable(f.cq, 0));
+    tether_cq_loop_thread(f.cq, 0);
+    assert_int_equal(
+        tether_pool_acquire_start(f.pool, f.cq, 1000, NULL, NULL, NULL), 0);
+    tether_lease_release(a);
+    assert_int_equal(told, 2); /* forgotten: woken */
+    next_one(f.cq, &c);
+    tether_lease_release(c.lease);
+    tether_lease_release(b);
     teardown(&f);
 }
 
@@ -739,6 +792,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_immediate),
         cmocka_unit_test(test_loop_thread),
+        cmocka_unit_test(test_loop_notify),
         cmocka_unit_test(test_bad_args),
         cmocka_unit_test(test_completion_after_release),
         cmocka_unit_test(test_fifo_mixed),
