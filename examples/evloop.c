@@ -2,11 +2,13 @@
  * --libevent), thousands of concurrent queries over a pool of 8 PostgreSQL
  * connections, nothing blocking (docs/evloop.md).
  *
- *   example_evloop CONNINFO [REQUESTS [CONNECTIONS]] [--dedicated]
- *                  [--ticker-thread] [--libevent]
+ *   example_evloop CONNINFO [REQUESTS [CONNECTIONS]] [--at-once N]
+ *                  [--dedicated] [--ticker-thread] [--libevent]
  *
  * CONNINFO is a plain libpq connection string. Every request starts a
- * non-blocking acquire (tether_pool_acquire_start); when its connection
+ * non-blocking acquire (tether_pool_acquire_start): all REQUESTS at once,
+ * or with --at-once N the first N, and each one done starts the next, so
+ * that N wait all along; when its connection
  * comes (the adapter's callback), it sends "SELECT <its number>" with
  * PQsendQuery and reads the result when the socket is readable
  * (PQconsumeInput, PQisBusy, PQgetResult, driven by the loop), checks the
@@ -62,6 +64,7 @@ static struct {
     uv_loop_t *loop;
     struct event_base *base; /* --libevent */
     int dedicated, ticker_thread, libevent;
+    int at_once; /* acquires outstanding (--at-once; 0: all) */
     tether_pool *pool;
     tether_cq *cq;
     tether_uv *watch;      /* libuv */
@@ -69,7 +72,7 @@ static struct {
     conn_io *ios[MAX_CONNS];
     int nios;
     req *reqs;
-    int n, next, done, errors, in_use, max_in_use;
+    int n, next, started, done, errors, in_use, max_in_use;
 } A;
 
 static void req_done(req *r, int ok);
@@ -196,6 +199,30 @@ static void on_lease(tether_completion *c, void *arg) {
     send_query(r, io);
 }
 
+/* Start the next request's acquire (its completion comes to on_lease);
+ * one that cannot start is counted as failed and the one after it tried. */
+static void start_next(void) {
+    while (A.started < A.n) {
+        req *r = &A.reqs[A.started++];
+        tether_error err;
+        if (tether_pool_acquire_start(A.pool, A.cq, -1, r, NULL, &err) == 0)
+            return;
+        if (A.errors++ < 5)
+            fprintf(stderr, "request %d: start: %s\n", r->id, err.message);
+        A.done++;
+    }
+}
+
+/* Once all are done, let the loop return. */
+static void check_finished(void) {
+    if (A.done < A.n)
+        return;
+    if (A.libevent)
+        event_base_loopbreak(A.base); /* the watcher's event persists */
+    else
+        uv_unref(tether_uv_handle(A.watch));
+}
+
 static void req_done(req *r, int ok) {
     A.done++;
     conn_io *io = r->io;
@@ -211,10 +238,8 @@ static void req_done(req *r, int ok) {
                 tether_lease_discard(r->lease); /* state unknown */
             r->lease = NULL;
         }
-        if (A.done == A.n && A.libevent)
-            event_base_loopbreak(A.base); /* the watcher's event persists */
-        else if (A.done == A.n)
-            uv_unref(tether_uv_handle(A.watch)); /* let uv_run return */
+        start_next(); /* keep at_once outstanding */
+        check_finished();
     } else if (io && ok && A.next < A.n) {
         send_query(&A.reqs[A.next++], io); /* the next one in line */
     }
@@ -223,7 +248,7 @@ static void req_done(req *r, int ok) {
 /* Run n requests numbered from first; returns the seconds they took. */
 static double run_batch(int first, int n) {
     A.n = n;
-    A.done = A.next = 0;
+    A.done = A.next = A.started = 0;
     for (int i = 0; i < n; i++)
         A.reqs[i] = (req){first + i, NULL, NULL};
     struct timespec t0, t1;
@@ -231,12 +256,10 @@ static double run_batch(int first, int n) {
     if (!A.dedicated) {
         if (!A.libevent)
             uv_ref(tether_uv_handle(A.watch));
-        for (int i = 0; i < n; i++) {
-            tether_error err;
-            if (tether_pool_acquire_start(A.pool, A.cq, -1, &A.reqs[i], NULL,
-                                          &err) != 0)
-                fail(&A.reqs[i], "start", err.message);
-        }
+        int head = A.at_once > 0 && A.at_once < n ? A.at_once : n;
+        while (A.started < head)
+            start_next();
+        check_finished();
     } else {
         for (int i = 0; i < A.nios && A.next < n; i++)
             send_query(&A.reqs[A.next++], A.ios[i]);
@@ -358,13 +381,16 @@ int main(int argc, char **argv) {
             A.ticker_thread = 1;
         else if (!strcmp(argv[i], "--libevent"))
             A.libevent = 1;
+        else if (!strcmp(argv[i], "--at-once"))
+            A.at_once =
+                i + 1 < argc && atoi(argv[++i]) > 0 ? atoi(argv[i]) : -1;
         else if (np < 3)
             pos[np++] = argv[i];
     }
     int n = atoi(pos[1]), conns = atoi(pos[2]);
-    if (!pos[0] || n < 1 || conns < 1 || conns > MAX_CONNS) {
+    if (!pos[0] || n < 1 || conns < 1 || conns > MAX_CONNS || A.at_once < 0) {
         fprintf(stderr,
-                "usage: %s CONNINFO [REQUESTS [CONNECTIONS]] "
+                "usage: %s CONNINFO [REQUESTS [CONNECTIONS]] [--at-once N] "
                 "[--dedicated] [--ticker-thread] [--libevent]\n",
                 argv[0]);
         return 2;

@@ -186,6 +186,8 @@ check_redis_pool() {
     fail "a bad port list: want an error naming the port item"
   run
   [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
+  run "$ci" 100 8 --at-once 0
+  [ "$status" -eq 2 ] || fail "--at-once 0: exit status $status, want 2"
 }
 
 # pg_jobs: the job worker runs for 8 s while its backends are terminated
@@ -241,6 +243,8 @@ check_pg_jobs() {
   fi
   run
   [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
+  run "$ci" 100 8 --at-once 0
+  [ "$status" -eq 2 ] || fail "--at-once 0: exit status $status, want 2"
 }
 
 # evloop: one thread, one libuv loop, 20000 queries started at once over a
@@ -249,7 +253,8 @@ check_pg_jobs() {
 # tether-evloop) every 20 ms meanwhile: never above 8, and seen at least
 # once (else the sampler missed the run and proves nothing). The loop runs
 # the pool's ticks: the example's process has one thread after its batch.
-# Then the same on a libevent base (--libevent).
+# Then the same on a libevent base (--libevent) with 2000 acquires
+# outstanding all along (--at-once: each one done starts the next).
 check_evloop() {
   local v
   for v in PGC_HOST PRIMARY_PORT PGC_USER PGC_PASSWORD PGC_DB PGC_DIR PGC_CTL; do
@@ -278,12 +283,15 @@ check_evloop() {
   if grep -qF -- "$PGC_PASSWORD" "$tmp/out" "$tmp/err"; then
     fail "the password appears in the output"
   fi
-  run "$ci" 20000 8 --libevent # the same through libtether-event
+  # the same through libtether-event, 2000 acquires outstanding all along
+  run "$ci" 20000 8 --libevent --at-once 2000
   [ "$status" -eq 0 ] || fail "--libevent: exit status $status, want 0"
   grep -Eq '^mode pool requests 20000 completed 20000 errors 0 max_connections [1-8] seconds [0-9.]+ qps [0-9]+ cpu_us_per_query [0-9.]+ threads 1$' "$tmp/out" ||
     fail "--libevent: want 'mode pool requests 20000 completed 20000 errors 0 ... threads 1'"
   run
   [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
+  run "$ci" 100 8 --at-once 0
+  [ "$status" -eq 2 ] || fail "--at-once 0: exit status $status, want 2"
 }
 
 case $name in
