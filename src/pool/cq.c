@@ -60,7 +60,8 @@ typedef struct cq_chunk {
 struct tether_cq {
     int fd;
     pthread_mutex_t lock;
-    pthread_cond_t posted;       /* an entry was posted (tether_cq_destroy) */
+    pthread_cond_t posted;       /* an entry was posted, while draining */
+    int draining;                /* tether_cq_destroy waits on posted */
     tether__cq_entry *all;       /* every entry not freed yet */
     tether__cq_entry *free_list; /* freed entries, linked by cnext */
     cq_chunk *chunks;            /* the newest first */
@@ -211,7 +212,8 @@ static void cq_push(tether_cq *cq, tether__cq_entry *e) {
         notify = cq->notify;
     }
     void *arg = cq->notify_arg;
-    pthread_cond_broadcast(&cq->posted);
+    if (cq->draining)
+        pthread_cond_broadcast(&cq->posted);
     pthread_mutex_unlock(&cq->lock);
     if (notify) /* only the loop's thread changes it: still valid */
         notify(arg);
@@ -449,8 +451,12 @@ static int queue_locked(tether_pool *p, tether__cq_entry *e) {
 static void drive(tether__cq_entry *e) {
     tether_pool *p = e->owner;
     for (;;) {
-        tether__slot *s =
-            atomic_load(&p->closing) ? NULL : tether__pool_take_idle(p);
+        /* An idle connection only when no waiter must be served first
+         * (tether__waitq_overdue: the blocking fast path's rule): with
+         * acquires queued, the scan would fail, or pass them by. */
+        tether__slot *s = atomic_load(&p->closing) || tether__waitq_overdue(p)
+                              ? NULL
+                              : tether__pool_take_idle(p);
         if (!s) {
             pthread_mutex_lock(&p->lock);
             if (!e->linked)
@@ -648,6 +654,7 @@ void tether_cq_destroy(tether_cq *cq) {
             tether_pool_acquire_cancel(p, e->ticket);
     }
     pthread_mutex_lock(&cq->lock);
+    cq->draining = 1;
     while (cq->nready < cq->nall) /* workers still connecting */
         pthread_cond_wait(&cq->posted, &cq->lock);
     pthread_mutex_unlock(&cq->lock);

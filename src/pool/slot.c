@@ -25,13 +25,17 @@ TETHER__HOT static tether__slot *take_idle_slot(tether_pool *p, unsigned *v) {
     tls_entry *t = &tls_cache[p->id % TLS_WAYS];
     if (t->pool_id == p->id && (*v = slot_take_idle(t->slot)) != 0)
         return t->slot;
+    /* From a place that differs per thread, wrapping without a division
+     * per slot (a queued acquire's arrival scans them all). */
     int n = p->nslots;
-    int start = (int)(((uintptr_t)t >> 6) % (uintptr_t)n);
-    for (int i = 0; i < n; i++) {
-        tether__slot *s = &p->slots[(start + i) % n];
+    tether__slot *first = &p->slots[((uintptr_t)t >> 6) % (uintptr_t)n];
+    tether__slot *end = p->slots + n, *s = first;
+    do {
         if ((*v = slot_take_idle(s)) != 0)
             return s;
-    }
+        if (++s == end)
+            s = p->slots;
+    } while (s != first);
     return NULL;
 }
 
