@@ -174,33 +174,52 @@ static void test_uv_same_turn(void **state) {
     uv_close_all(&u);
 }
 
+/* The libevent tests' fixture: the pool of 2, a completion queue, a base
+ * and a watcher on it that delivers to r. */
+typedef struct ev_fixture {
+    sim_pool f;
+    tether_cq *cq;
+    struct event_base *base;
+    run r;
+    tether_levent *w;
+} ev_fixture;
+
+static void ev_open(ev_fixture *e) {
+    make_pool(&e->f);
+    e->cq = tether_cq_create(NULL);
+    assert_non_null(e->cq);
+    e->base = event_base_new();
+    assert_non_null(e->base);
+    memset(&e->r, 0, sizeof(e->r));
+    assert_int_equal(
+        tether_levent_create(&e->w, e->base, e->cq, on_completion, &e->r, NULL),
+        0);
+}
+
+/* ev_close_all frees the base and closes the queue and the pool; the
+ * watcher is destroyed already. */
+static void ev_close_all(ev_fixture *e) {
+    event_base_free(e->base);
+    tether_cq_destroy(e->cq);
+    sim_pool_close(&e->f);
+}
+
 static void test_libevent(void **state) {
     (void)state;
-    sim_pool f;
-    make_pool(&f);
-    tether_pool *pool = f.pool;
-    tether_cq *cq = tether_cq_create(NULL);
-    assert_non_null(cq);
-    struct event_base *base = event_base_new();
-    assert_non_null(base);
-    run r;
-    memset(&r, 0, sizeof(r));
-    tether_levent *w;
-    assert_int_equal(
-        tether_levent_create(&w, base, cq, on_completion, &r, NULL), 0);
-    start_all(pool, cq);
-    while (r.ngot < N)
-        event_base_loop(base, EVLOOP_ONCE);
-    check_order(&r);
-    tether_levent_destroy(w);
+    ev_fixture e;
+    ev_open(&e);
+    start_all(e.f.pool, e.cq);
+    while (e.r.ngot < N)
+        event_base_loop(e.base, EVLOOP_ONCE);
+    check_order(&e.r);
+    tether_levent_destroy(e.w);
     tether_levent_destroy(NULL);
     tether_error err;
+    tether_levent *w;
     assert_int_equal(
-        tether_levent_create(&w, base, NULL, on_completion, &r, &err),
+        tether_levent_create(&w, e.base, NULL, on_completion, &e.r, &err),
         TETHER_EINVAL);
-    event_base_free(base);
-    tether_cq_destroy(cq);
-    sim_pool_close(&f);
+    ev_close_all(&e);
 }
 
 /* The same with libevent: once the watcher's event has run on the loop's
@@ -214,45 +233,35 @@ static void on_ev_guard(evutil_socket_t fd, short what, void *arg) {
 
 static void test_libevent_same_turn(void **state) {
     (void)state;
-    sim_pool f;
-    make_pool(&f);
-    tether_cq *cq = tether_cq_create(NULL);
-    assert_non_null(cq);
-    struct event_base *base = event_base_new();
-    assert_non_null(base);
-    run r;
-    memset(&r, 0, sizeof(r));
-    tether_levent *w;
-    assert_int_equal(
-        tether_levent_create(&w, base, cq, on_completion, &r, NULL), 0);
-    assert_int_equal(tether_pool_acquire_start(
-                         f.pool, cq, 5000, (void *)(intptr_t)-1, NULL, NULL),
+    ev_fixture e;
+    ev_open(&e);
+    assert_int_equal(tether_pool_acquire_start(e.f.pool, e.cq, 5000,
+                                               (void *)(intptr_t)-1, NULL,
+                                               NULL),
                      0); /* through the eventfd: the watcher binds */
-    event_base_loop(base, EVLOOP_ONCE);
-    assert_int_equal(r.ngot, 1);
-    r.ngot = 0;
+    event_base_loop(e.base, EVLOOP_ONCE);
+    assert_int_equal(e.r.ngot, 1);
+    e.r.ngot = 0;
     tether_lease *a, *b;
-    assert_int_equal(tether_pool_acquire(f.pool, 1000, &a, NULL), 0);
-    assert_int_equal(tether_pool_acquire(f.pool, 1000, &b, NULL), 0);
-    start_all(f.pool, cq);
-    r.keep_last = 1;
+    assert_int_equal(tether_pool_acquire(e.f.pool, 1000, &a, NULL), 0);
+    assert_int_equal(tether_pool_acquire(e.f.pool, 1000, &b, NULL), 0);
+    start_all(e.f.pool, e.cq);
+    e.r.keep_last = 1;
     int late = 0;
-    struct event *guard = evtimer_new(base, on_ev_guard, &late);
+    struct event *guard = evtimer_new(e.base, on_ev_guard, &late);
     struct timeval two = {2, 0};
     evtimer_add(guard, &two);
     tether_lease_release(a);
     tether_lease_release(b);
-    struct pollfd pfd = {tether_cq_fd(cq), POLLIN, 0};
+    struct pollfd pfd = {tether_cq_fd(e.cq), POLLIN, 0};
     assert_int_equal(poll(&pfd, 1, 0), 0); /* no wake-up written */
-    event_base_loop(base, EVLOOP_ONCE);
+    event_base_loop(e.base, EVLOOP_ONCE);
     assert_int_equal(late, 0);
-    check_order(&r);
-    tether_lease_release(r.held);
+    check_order(&e.r);
+    tether_lease_release(e.r.held);
     event_free(guard);
-    tether_levent_destroy(w);
-    event_base_free(base);
-    tether_cq_destroy(cq);
-    sim_pool_close(&f);
+    tether_levent_destroy(e.w);
+    ev_close_all(&e);
 }
 
 /* ---- ticks on the loop ------------------------------------------------ */
@@ -355,26 +364,15 @@ static void ev_run_once(void *base) {
 
 static void test_libevent_ticks(void **state) {
     (void)state;
-    sim_pool f;
-    make_pool(&f);
-    tether_cq *cq = tether_cq_create(NULL);
-    assert_non_null(cq);
-    struct event_base *base = event_base_new();
-    assert_non_null(base);
-    run r;
-    memset(&r, 0, sizeof(r));
-    tether_levent *w;
-    assert_int_equal(
-        tether_levent_create(&w, base, cq, on_completion, &r, NULL), 0);
+    ev_fixture e;
+    ev_open(&e);
     int with_thread = threads();
-    loop_ops o = {w, base, ev_ticks, ev_run_once};
-    check_ticks(f.pool, cq, &r, &o);
+    loop_ops o = {e.w, e.base, ev_ticks, ev_run_once};
+    check_ticks(e.f.pool, e.cq, &e.r, &o);
     assert_int_equal(tether_levent_ticks(NULL, 1), TETHER_EINVAL);
-    tether_levent_destroy(w);
+    tether_levent_destroy(e.w);
     assert_int_equal(threads(), with_thread);
-    event_base_free(base);
-    tether_cq_destroy(cq);
-    sim_pool_close(&f);
+    ev_close_all(&e);
 }
 
 /* ---- both adapters allocate through tether's allocator -------------- */
