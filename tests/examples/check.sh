@@ -186,8 +186,6 @@ check_redis_pool() {
     fail "a bad port list: want an error naming the port item"
   run
   [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
-  run "$ci" 100 8 --at-once 0
-  [ "$status" -eq 2 ] || fail "--at-once 0: exit status $status, want 2"
 }
 
 # pg_jobs: the job worker runs for 8 s while its backends are terminated
@@ -243,8 +241,6 @@ check_pg_jobs() {
   fi
   run
   [ "$status" -eq 2 ] || fail "no argument: exit status $status, want 2"
-  run "$ci" 100 8 --at-once 0
-  [ "$status" -eq 2 ] || fail "--at-once 0: exit status $status, want 2"
 }
 
 # evloop: one thread, one libuv loop, 20000 queries started at once over a
